@@ -1,0 +1,223 @@
+"""Read and check transform YAML into plain dataclasses, remembering where each value came from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zync.errors import ZyncError
+
+# Kafka's own rule for topic names; it also makes them safe as SQL string literals.
+TOPIC_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+IDENTIFIER_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class TransformError(ZyncError):
+    """A problem in a transform file, located by file and line."""
+
+    def __init__(self, where: Where, message: str, text: str | None = None):
+        detail = f"\n    {text}" if text else ""
+        super().__init__(f"{where}: {message}{detail}")
+        self.where = where
+
+
+@dataclass(frozen=True)
+class Where:
+    path: Path
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+class _Located(dict):
+    """A YAML mapping that knows the line of each of its keys and of itself."""
+
+    lines: dict[str, int]
+    line: int
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Located:
+    mapping = _Located(loader.construct_mapping(node, deep=True))
+    mapping.lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    mapping.line = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A user-written SQL expression and where it was written."""
+
+    sql: str
+    where: Where
+
+
+# A key or value: an expression, a mapping of field -> Text / nested mapping, or None (tombstone).
+Shape = Text | dict[str, "Shape"] | None
+
+
+@dataclass(frozen=True)
+class Input:
+    topic: str
+    table: str
+    where: Where
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # "denorm" or "stateless"
+    index: int
+    where: Where
+    condition: Text | None
+    out: str
+    key: Shape
+    value: Shape
+    inputs: tuple[str, ...]  # (left, right) for denorm, (in,) for stateless
+    join_on: Text | None = None
+
+
+@dataclass(frozen=True)
+class Transform:
+    path: Path
+    inputs: tuple[Input, ...]
+    output_topic: str
+    model: str
+    rules: tuple[Rule, ...] = field(default_factory=tuple)
+
+
+def _where(path: Path, mapping: Any, key: str | None = None) -> Where:
+    if isinstance(mapping, _Located):
+        return Where(path, mapping.lines.get(key, mapping.line) if key else mapping.line)
+    return Where(path, 1)
+
+
+def _require(path: Path, mapping: Any, key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise TransformError(_where(path, mapping), f"{what}: `{key}` is missing")
+    value = mapping[key]
+    if not isinstance(value, kind):
+        raise TransformError(_where(path, mapping, key), f"{what}: `{key}` has the wrong form", f"{key}: {value!r}")
+    return value
+
+
+def _check_keys(path: Path, mapping: dict, allowed: set[str], what: str) -> None:
+    for key in mapping:
+        if key not in allowed:
+            raise TransformError(
+                _where(path, mapping, key),
+                f"{what}: unknown setting `{key}` (allowed: {', '.join(sorted(allowed))})",
+            )
+
+
+def _topic(path: Path, mapping: dict, key: str, what: str) -> str:
+    topic = str(_require(path, mapping, key, str, what))
+    if not TOPIC_PATTERN.match(topic):
+        raise TransformError(_where(path, mapping, key), f"{what}: {topic!r} is not a legal Kafka topic name")
+    return topic
+
+
+def _identifier(path: Path, mapping: dict, key: str, what: str) -> str:
+    name = str(_require(path, mapping, key, str, what))
+    if not IDENTIFIER_PATTERN.match(name):
+        raise TransformError(
+            _where(path, mapping, key), f"{what}: {name!r} must be a plain SQL name (letters, digits, _)"
+        )
+    return name
+
+
+def _shape(path: Path, mapping: dict, key: str, what: str) -> Shape:
+    if key not in mapping:
+        raise TransformError(_where(path, mapping), f"{what}: `{key}` is missing")
+    value = mapping[key]
+    where = _where(path, mapping, key)
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        shaped: dict[str, Shape] = {}
+        for field_name in value:
+            if not isinstance(field_name, str) or not IDENTIFIER_PATTERN.match(field_name):
+                raise TransformError(_where(path, value, str(field_name)), f"{what}: field name {field_name!r} is not a plain name")
+            shaped[field_name] = _shape(path, value, field_name, f"{what}.{field_name}")
+        if not shaped:
+            raise TransformError(where, f"{what}: an empty mapping; use null for a tombstone")
+        return shaped
+    if isinstance(value, (str, int, float, bool)):
+        return Text(str(value).lower() if isinstance(value, bool) else str(value), where)
+    raise TransformError(where, f"{what}: expected a SQL expression, a mapping or null", repr(value))
+
+
+def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str) -> Rule:
+    what = f"transform {index}"
+    if not isinstance(raw, dict):
+        raise TransformError(Where(path, getattr(raw, "line", 1)), f"{what}: expected a mapping")
+    kind = _require(path, raw, "type", str, what)
+    common = {"type", "where", "out", "key", "value"}
+    if kind == "denorm":
+        _check_keys(path, raw, common | {"left", "right", "join-on"}, what)
+        sides = (_topic(path, raw, "left", what), _topic(path, raw, "right", what))
+        join_on = Text(str(_require(path, raw, "join-on", str, what)), _where(path, raw, "join-on"))
+    elif kind == "stateless":
+        _check_keys(path, raw, common | {"in"}, what)
+        sides, join_on = (_topic(path, raw, "in", what),), None
+    else:
+        raise TransformError(_where(path, raw, "type"), f"{what}: type must be denorm or stateless", f"type: {kind}")
+    for side, topic in zip(("left", "right") if kind == "denorm" else ("in",), sides):
+        if topic not in topics:
+            raise TransformError(
+                _where(path, raw, side), f"{what}: {side} topic {topic!r} is not among the inputs ({', '.join(sorted(topics))})"
+            )
+    out = _topic(path, raw, "out", what)
+    if out != output_topic:
+        raise TransformError(_where(path, raw, "out"), f"{what}: out {out!r} is not the output topic {output_topic!r}")
+    condition = None
+    if raw.get("where") is not None:
+        condition = Text(str(raw["where"]), _where(path, raw, "where"))
+    return Rule(
+        kind=kind, index=index, where=_where(path, raw), condition=condition, out=out,
+        key=_shape(path, raw, "key", f"{what}: key"), value=_shape(path, raw, "value", f"{what}: value"),
+        inputs=sides, join_on=join_on,
+    )
+
+
+def load_transform(path: Path) -> Transform:
+    """Parse one transform file; raise TransformError naming the line of the first problem."""
+    try:
+        raw = yaml.load(path.read_text(), Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else 1
+        raise TransformError(Where(path, line), f"not valid YAML: {e.problem}") from None
+    except OSError as e:
+        raise ZyncError(f"{path}: cannot read it: {e.strerror}") from None
+    if not isinstance(raw, dict):
+        raise TransformError(Where(path, 1), "expected a mapping with inputs, output and transforms")
+    _check_keys(path, raw, {"inputs", "output", "transforms"}, "transform file")
+    inputs_raw = _require(path, raw, "inputs", list, "transform file")
+    inputs = []
+    for item in inputs_raw:
+        if not isinstance(item, dict):
+            raise TransformError(_where(path, raw, "inputs"), "inputs: each input is {topic: ..., table: ...}")
+        _check_keys(path, item, {"topic", "table"}, "input")
+        inputs.append(Input(_topic(path, item, "topic", "input"), _identifier(path, item, "table", "input"), _where(path, item)))
+    topics = [i.topic for i in inputs]
+    if len(set(topics)) != len(topics):
+        raise TransformError(_where(path, raw, "inputs"), "inputs: a topic is listed twice")
+    output = _require(path, raw, "output", dict, "transform file")
+    _check_keys(path, output, {"topic", "model"}, "output")
+    output_topic = _topic(path, output, "topic", "output")
+    model = _identifier(path, output, "model", "output")
+    rules_raw = _require(path, raw, "transforms", list, "transform file")
+    if not rules_raw:
+        raise TransformError(_where(path, raw, "transforms"), "transforms: at least one transform is needed")
+    rules = tuple(_rule(path, n, r, set(topics), output_topic) for n, r in enumerate(rules_raw, start=1))
+    return Transform(path=path, inputs=tuple(inputs), output_topic=output_topic, model=model, rules=rules)

@@ -1,0 +1,1 @@
+"""`zync from-kafka`: Kafka topics -> raw Delta tables, exactly once and resumable."""

@@ -1,0 +1,171 @@
+"""The `zync` command: zync's verbs over Kafka, the registry, Spark tables and dbt models."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from zync.durations import parse_duration
+from zync.errors import ZyncError
+
+
+def _target(args: argparse.Namespace):
+    from zync.config import load_target
+
+    return load_target(args.target)
+
+
+def cmd_up(args: argparse.Namespace) -> None:
+    from zync import services
+
+    for line in services.up(_target(args)):
+        print(line)
+
+
+def cmd_down(args: argparse.Namespace) -> None:
+    from zync import services
+
+    for line in services.down(_target(args)):
+        print(line)
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    from zync import services
+
+    for line in services.status(_target(args)):
+        print(line)
+
+
+def cmd_ls(args: argparse.Namespace) -> None:
+    from zync import topics
+
+    topics.write_lines(topics.ls(_target(args)))
+
+
+def cmd_produce(args: argparse.Namespace) -> None:
+    from zync import topics
+
+    if args.file == "-":
+        records = topics.read_json_lines(sys.stdin, "<stdin>")
+    else:
+        with open(args.file) as f:
+            records = topics.read_json_lines(f, args.file)
+    n = topics.produce(_target(args), args.topic, records, args.key_schema, args.value_schema)
+    print(f"produce: {n} records to {args.topic}", file=sys.stderr)
+
+
+def cmd_consume(args: argparse.Namespace) -> None:
+    from zync import topics
+
+    records = topics.consume(_target(args), args.topic, from_beginning=args.from_beginning,
+                             exit_after=args.exit_after, max_records=args.max,
+                             partition=args.partition, offset=args.offset)
+    topics.write_lines(topics.to_json_line(r) for r in records)
+
+
+def cmd_from_kafka(args: argparse.Namespace) -> None:
+    from ingest.from_kafka import Ingest
+
+    Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper,
+           batch_size=args.batch_size).run(exit_after=args.exit_after)
+
+
+def cmd_to_kafka(args: argparse.Namespace) -> None:
+    from egress.to_kafka import Egress
+
+    Egress(_target(args), args.table, topic=args.topic, shaper=args.shaper).run(follow=args.follow)
+
+
+def cmd_etl_compile(args: argparse.Namespace) -> None:
+    from compiler import compile_transforms, write_outputs
+    from zync.config import project_dir
+
+    root = project_dir()
+    files = [Path(f) for f in args.files] or sorted((root / "transforms").glob("*.y*ml"))
+    if not files:
+        raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
+    generated = compile_transforms(files, root)
+    written = write_outputs(generated, root)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"etl compile: {len(files)} transform files, {len(generated)} files generated, "
+          f"{len(written)} changed", file=sys.stderr)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="zync",
+        description="Move Debezium change streams Kafka -> Spark/Delta -> dbt -> Kafka, exactly once.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--target", default=None,
+                        help="dbt target in profiles/ (default: $ZYNC_TARGET or 'local')")
+    verbs = top.add_subparsers(dest="verb", metavar="COMMAND", required=True)
+
+    def verb(name: str, handler, help_text: str) -> argparse.ArgumentParser:
+        p = verbs.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    verb("up", cmd_up, "start the embedded Kafka broker and schema registry on loopback (no-op if running)")
+    verb("down", cmd_down, "stop the embedded Kafka broker and schema registry")
+    verb("status", cmd_status, "show the embedded Kafka broker and schema registry")
+    verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
+
+    p = verb("produce", cmd_produce,
+             'produce JSON lines {"key": ..., "value": ...} to a topic as Avro (Confluent wire format)')
+    p.add_argument("--topic", required=True, help="topic (created if missing)")
+    p.add_argument("--key-schema", type=Path, help="Avro schema (.avsc) of the keys; inferred if omitted")
+    p.add_argument("--value-schema", type=Path, help="Avro schema (.avsc) of the values; inferred if omitted")
+    p.add_argument("file", metavar="FILE|-", help="JSON lines file, or - for standard input")
+
+    p = verb("consume", cmd_consume, "print a topic's records as JSON lines, decoded with their writer schemas")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (default: new records)")
+    p.add_argument("--exit-after", type=parse_duration, metavar="DUR",
+                   help="stop after DUR with no new records (e.g. 1s, 500ms)")
+    p.add_argument("--max", type=int, metavar="N", help="stop after N records")
+    p.add_argument("--partition", type=int, help="read only this partition")
+    p.add_argument("--offset", type=int, help="start at this offset (with --partition)")
+
+    p = verb("from-kafka", cmd_from_kafka, "ingest topics into raw Delta tables; resumes from the tables' offsets")
+    p.add_argument("--topic", required=True, action="append", help="topic to ingest (repeat for several)")
+    p.add_argument("--table", help="table name for a single topic (default: raw_<topic in snake case>)")
+    p.add_argument("--shaper", type=Path, metavar="F.sql",
+                   help="Spark SQL SELECT over the view `batch`, applied before writing; must keep `kafka`")
+    p.add_argument("--exit-after", type=parse_duration, metavar="DUR", help="stop after DUR with no new messages")
+    p.add_argument("--batch-size", type=int, default=50_000, help="records per Delta commit at most (default 50000)")
+
+    p = verb("to-kafka", cmd_to_kafka, "publish an output table's out rows to their topic, offsets aligned")
+    p.add_argument("--table", required=True, help="output table (a dbt model, e.g. new_invoices)")
+    p.add_argument("--topic", help="output topic (default: the one in the table)")
+    p.add_argument("--shaper", type=Path, metavar="F.sql", help="Spark SQL SELECT over the view `batch`")
+    p.add_argument("--follow", action="store_true", help="keep running and publish new commits as they land")
+
+    etl = verbs.add_parser("etl", help="compile transform YAML into dbt models",
+                           description="compile transform YAML into dbt models")
+    etl_verbs = etl.add_subparsers(dest="etl_verb", metavar="COMMAND", required=True)
+    p = etl_verbs.add_parser("compile", parents=[common],
+                             help="transform YAML -> dbt models, properties and sources (all or nothing)",
+                             description="transform YAML -> dbt models, properties and sources (all or nothing)")
+    p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml)")
+    p.set_defaults(handler=cmd_etl_compile)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except ZyncError as e:
+        print(f"zync {args.verb}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"zync {args.verb}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

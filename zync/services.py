@@ -1,0 +1,251 @@
+"""`zync up / down / status`: the embedded single-node KRaft broker and Apicurio Registry.
+
+Both run as detached JVMs on loopback, with their data, logs and pid files
+under the state folder, so that they outlive the command that started them.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import urlopen
+
+from zync.config import Target, local_dir, state_dir
+from zync.errors import ZyncError
+
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    port: int
+    command: list[str]
+    cwd: Path
+
+    @property
+    def folder(self) -> Path:
+        return state_dir() / self.name
+
+    @property
+    def pid_file(self) -> Path:
+        return self.folder / "pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.folder / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        """The pid of the running service, or None (a stale pid file is removed)."""
+        try:
+            pid = int(self.pid_file.read_text())
+            os.kill(pid, 0)
+            return pid
+        except (FileNotFoundError, ValueError, ProcessLookupError):
+            self.pid_file.unlink(missing_ok=True)
+            return None
+
+
+def _port_of(address: str) -> int:
+    host, _, port = address.split(",")[0].rpartition(":")
+    if host not in (LOOPBACK, "localhost"):
+        raise ZyncError(f"the embedded broker runs on loopback only, but the target points at {address}")
+    return int(port)
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    return str(Path(java_home) / "bin" / "java") if java_home else "java"
+
+
+def kafka_service(target: Target) -> Service:
+    port = _port_of(str(target.kafka["bootstrap.servers"]))
+    folder = state_dir() / "kafka"
+    return Service(
+        name="kafka",
+        port=port,
+        command=[
+            _java(), "-Xmx768m", "-Xms256m",
+            f"-Dlog4j.configuration=file:{folder / 'log4j.properties'}",
+            "-cp", str(local_dir() / "jars" / "kafka" / "*"),
+            "kafka.Kafka", str(folder / "server.properties"),
+        ],
+        cwd=folder,
+    )
+
+
+def registry_service(target: Target) -> Service:
+    url = urlparse(str(target.schema_registry["url"]))
+    if url.hostname not in (LOOPBACK, "localhost") or url.port is None:
+        raise ZyncError(f"the embedded registry runs on loopback only, but the target points at {url.geturl()}")
+    folder = state_dir() / "registry"
+    jars = sorted((local_dir() / "apicurio").glob("apicurio-registry-app-*-runner.jar"))
+    if not jars:
+        raise ZyncError("Apicurio Registry is not installed under .local/apicurio: run `make setup`")
+    return Service(
+        name="registry",
+        port=url.port,
+        command=[
+            _java(), "-Xmx512m",
+            f"-Dquarkus.http.host={LOOPBACK}", f"-Dquarkus.http.port={url.port}",
+            "-Dquarkus.management.enabled=false",
+            # A file-backed H2 store: schemas must survive a restart, since the
+            # topics (and their schema ids) do.
+            "-Dapicurio.storage.kind=sql", "-Dapicurio.storage.sql.kind=h2",
+            f"-Dapicurio.datasource.url=jdbc:h2:file:{folder / 'db'}",
+            "-jar", str(jars[-1]),
+        ],
+        cwd=jars[-1].parent,
+    )
+
+
+def _write_kafka_config(service: Service) -> None:
+    folder = service.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    controller_port = service.port + 1
+    (folder / "server.properties").write_text(
+        "\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@{LOOPBACK}:{controller_port}",
+            f"listeners=PLAINTEXT://{LOOPBACK}:{service.port},CONTROLLER://{LOOPBACK}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{LOOPBACK}:{service.port}",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={folder / 'data'}",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            # Topics are created on purpose (produce, to-kafka), never by a typo.
+            "auto.create.topics.enable=false",
+            "",
+        ])
+    )
+    (folder / "log4j.properties").write_text(
+        "\n".join([
+            "log4j.rootLogger=INFO, file",
+            "log4j.appender.file=org.apache.log4j.FileAppender",
+            f"log4j.appender.file.File={service.log_file}",
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
+            "",
+        ])
+    )
+    if not (folder / "data" / "meta.properties").exists():
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run(
+            [_java(), "-cp", str(local_dir() / "jars" / "kafka" / "*"), "kafka.tools.StorageTool",
+             "format", "-t", cluster_id, "-c", str(folder / "server.properties")],
+            check=True, capture_output=True,
+        )
+
+
+def _answers(service: Service) -> bool:
+    if service.name == "registry":
+        try:
+            with urlopen(f"http://{LOOPBACK}:{service.port}/apis/ccompat/v7/subjects", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+    try:
+        with socket.create_connection((LOOPBACK, service.port), timeout=2):
+            pass
+    except OSError:
+        return False
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient({"bootstrap.servers": f"{LOOPBACK}:{service.port}"}).list_topics(timeout=5)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+        return False
+
+
+def _start(service: Service) -> None:
+    service.folder.mkdir(parents=True, exist_ok=True)
+    if service.name == "kafka":
+        _write_kafka_config(service)
+    with open(service.folder / "stdout.log", "ab") as out:
+        process = subprocess.Popen(
+            service.command, cwd=service.cwd, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    service.pid_file.write_text(str(process.pid))
+
+
+def _wait(service: Service) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if _answers(service):
+            return
+        if service.pid() is None:
+            raise ZyncError(
+                f"{service.name} exited while starting; see {service.folder / 'stdout.log'} "
+                f"and {service.log_file}"
+            )
+        time.sleep(0.5)
+    raise ZyncError(f"{service.name} did not answer on {LOOPBACK}:{service.port} within {START_TIMEOUT_S:.0f}s")
+
+
+def services(target: Target) -> list[Service]:
+    if target.name != "local":
+        raise ZyncError(f"zync up/down/status manage the embedded services of target 'local', not {target.name!r}")
+    return [kafka_service(target), registry_service(target)]
+
+
+def up(target: Target) -> list[str]:
+    """Start what is not running, wait until everything answers; return status lines."""
+    started = []
+    for service in services(target):
+        if service.pid() is None:
+            if _answers(service):
+                raise ZyncError(
+                    f"something else already listens on {LOOPBACK}:{service.port}; stop it or "
+                    f"choose another port (ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT)"
+                )
+            _start(service)
+            started.append(service)
+    for service in started:
+        _wait(service)
+    return status(target)
+
+
+def down(target: Target) -> list[str]:
+    lines = []
+    for service in services(target):
+        pid = service.pid()
+        if pid is None:
+            lines.append(f"{service.name}: not running")
+            continue
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while service.pid() is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if service.pid() is not None:
+            os.killpg(pid, signal.SIGKILL)
+        service.pid_file.unlink(missing_ok=True)
+        lines.append(f"{service.name}: stopped (pid {pid})")
+    return lines
+
+
+def status(target: Target) -> list[str]:
+    lines = []
+    for service in services(target):
+        pid = service.pid()
+        if pid is None:
+            lines.append(f"{service.name}: not running (port {service.port})")
+        else:
+            state = "up" if _answers(service) else "starting"
+            lines.append(f"{service.name}: {state} on {LOOPBACK}:{service.port} (pid {pid}, data {service.folder})")
+    return lines

@@ -1,0 +1,37 @@
+"""Spark table names and the envelope check shared by ingest and egress."""
+
+from __future__ import annotations
+
+import re
+
+from zync.config import Target
+from zync.errors import ZyncError
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+def raw_table_name(topic: str) -> str:
+    """The default raw table of a topic: raw_ + the topic in snake case (InvoiceStatus -> raw_invoice_status)."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", topic)
+    return "raw_" + re.sub(r"[^A-Za-z0-9]+", "_", snake).strip("_").lower()
+
+
+def qualified(target: Target, name: str) -> str:
+    """`db`.`table` for a table name, in the target's schema unless it names one."""
+    if not _NAME.match(name):
+        raise ZyncError(f"{name!r} is not a table name (letters, digits and _, optionally database.table)")
+    db, _, table = name.rpartition(".")
+    return f"`{db or target.schema}`.`{table}`"
+
+
+def check_envelope(spark, table: str) -> None:
+    """Refuse a table whose rows are not keyed by Kafka coordinates (zync refuses such a pool)."""
+    fields = {f.name: f for f in spark.table(table).schema.fields}
+    kafka = fields.get("kafka")
+    names = {f.name for f in getattr(kafka, "dataType", None).fields} if kafka is not None and hasattr(kafka.dataType, "fields") else set()
+    missing = {"topic", "partition", "offset"} - names
+    if missing:
+        raise ZyncError(
+            f"table {table} is not a zync table: it needs a first column `kafka` struct with topic, partition "
+            f"and offset (missing: {', '.join(sorted(missing))}). Use a new table name, or drop this one."
+        )

@@ -1,0 +1,186 @@
+"""`zync produce`, `zync consume`, `zync ls`: JSON lines to and from Avro topics."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
+
+from zync import kafka_client
+from zync.config import Target
+from zync.errors import ZyncError
+from zync.wire import Registry, encode
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def to_json_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, default=_json_default, separators=(",", ":"))
+
+
+# --- schema inference for produce ------------------------------------------
+
+def _infer(value: Any, name: str) -> Any:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "long"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return {"type": "record", "name": name, "fields": [
+            {"name": k, "type": ["null", _infer(v, f"{name}_{k}")], "default": None}
+            for k, v in value.items() if v is not None
+        ] + [{"name": k, "type": ["null", "string"], "default": None} for k, v in value.items() if v is None]}
+    if isinstance(value, list):
+        items = next((v for v in value if v is not None), "")
+        return {"type": "array", "items": _infer(items, f"{name}_item")}
+    raise ZyncError(f"cannot infer an Avro type for {value!r}")
+
+
+def infer_schema(values: Iterable[Any], name: str) -> Any:
+    """An Avro schema for JSON values: records whose fields are the union of all
+    fields seen, each nullable with default null (so later shapes stay compatible);
+    JSON integers become long, other numbers double. The first non-null value of a
+    field decides its type."""
+    merged: dict[str, Any] | None = None
+    scalar: Any = None
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            merged = merged or {}
+            for k, v in value.items():
+                if merged.get(k) is None:
+                    merged[k] = v
+        else:
+            scalar = value if scalar is None else scalar
+    if merged is not None:
+        return _infer(merged, name)
+    if scalar is not None:
+        return _infer(scalar, name)
+    return "null"
+
+
+def _load_schema(path: Path | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ZyncError(f"{path}: not a readable Avro schema (.avsc JSON): {e}") from None
+
+
+def read_json_lines(stream: TextIO, name: str) -> list[dict[str, Any]]:
+    records = []
+    for n, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ZyncError(f"{name}:{n}: not JSON ({e.msg}); each line is {{\"key\": ..., \"value\": ...}}") from None
+        if not isinstance(record, dict) or not set(record) <= {"key", "value"}:
+            raise ZyncError(f"{name}:{n}: each line is {{\"key\": ..., \"value\": ...}}, got {line.strip()[:80]}")
+        records.append(record)
+    return records
+
+
+def produce(target: Target, topic: str, records: list[dict[str, Any]],
+            key_schema_file: Path | None = None, value_schema_file: Path | None = None) -> int:
+    """Encode records as Avro, register their schemas under T-key / T-value, produce them in order."""
+    registry = Registry(target.schema_registry)
+    safe = "".join(c if c.isalnum() else "_" for c in topic)
+    key_schema = _load_schema(key_schema_file) or infer_schema((r.get("key") for r in records), f"{safe}_key")
+    value_schema = _load_schema(value_schema_file) or infer_schema((r.get("value") for r in records), f"{safe}_value")
+    key_writer = registry.register(f"{topic}-key", key_schema)
+    value_writer = registry.register(f"{topic}-value", value_schema)
+    kafka_client.ensure_topic(target, topic)
+    producer = kafka_client.producer(target)
+    failures: list[str] = []
+
+    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for n, record in enumerate(records, start=1):
+        try:
+            key = encode(key_writer, record.get("key")) if record.get("key") is not None else None
+            value = encode(value_writer, record.get("value")) if record.get("value") is not None else None
+        except Exception as e:  # noqa: BLE001 - fastavro's validation errors vary
+            raise ZyncError(f"record {n} does not fit the schema: {e}\n    {to_json_line(record)[:200]}") from None
+        producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+        producer.poll(0)
+    producer.flush()
+    if failures:
+        raise ZyncError(f"{len(failures)} records were not delivered to {topic}: {failures[0]}")
+    return len(records)
+
+
+def consume(target: Target, topic: str, from_beginning: bool = False, exit_after: float | None = None,
+            max_records: int | None = None, partition: int | None = None, offset: int | None = None) -> Iterator[dict[str, Any]]:
+    """Yield decoded records with their Kafka envelope until idle for exit_after seconds or max_records."""
+    registry = Registry(target.schema_registry)
+    consumer = kafka_client.consumer(target, group=f"zync-consume-{uuid.uuid4()}")
+    parts = [partition] if partition is not None else kafka_client.partitions(target, topic)
+    start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
+    consumer.assign([TopicPartition(topic, p, start) for p in parts])
+    seen, last_message = 0, time.monotonic()
+    try:
+        while max_records is None or seen < max_records:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                if exit_after is not None and time.monotonic() - last_message >= exit_after:
+                    return
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise ZyncError(f"consuming {topic}: {msg.error()}")
+            last_message = time.monotonic()
+            where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
+            _, key = registry.decode(msg.key(), where + " key")
+            _, value = registry.decode(msg.value(), where + " value")
+            seen += 1
+            yield {"kafka": {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset()},
+                   "key": key, "value": value}
+    finally:
+        consumer.close()
+
+
+def ls(target: Target) -> Iterator[str]:
+    registry = Registry(target.schema_registry)
+    for subject in sorted(registry.client.get_subjects()):
+        for version in registry.client.get_versions(subject):
+            registered = registry.client.get_version(subject, version)
+            yield f"{subject}\tversion {version}\tid {registered.schema_id}"
+
+
+def write_lines(lines: Iterable[str], out: TextIO = sys.stdout) -> int:
+    n = 0
+    for line in lines:
+        out.write(line + "\n")
+        out.flush()
+        n += 1
+    return n

@@ -1,0 +1,88 @@
+"""Avro in the Confluent wire format (magic byte 0, 4-byte schema id, Avro binary), schemas in a registry."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from zync.errors import ZyncError
+
+MAGIC = 0
+HEADER = struct.Struct(">bI")
+
+
+class DecodeError(ZyncError):
+    """A Kafka message that is not Avro in the Confluent wire format, or whose schema is unknown."""
+
+
+@dataclass(frozen=True)
+class WriterSchema:
+    id: int
+    schema: Any  # the schema as JSON (dict, list or str)
+    parsed: Any  # fastavro's parsed form
+
+
+class Registry:
+    """A schema-registry client with the schema caches the hot loops need."""
+
+    def __init__(self, settings: dict[str, Any]):
+        self.client = SchemaRegistryClient(dict(settings))
+        self.url = str(settings["url"])
+        self._by_id: dict[int, WriterSchema] = {}
+        self._registered: dict[tuple[str, str], WriterSchema] = {}
+
+    def schema(self, schema_id: int) -> WriterSchema:
+        cached = self._by_id.get(schema_id)
+        if cached is None:
+            try:
+                text = self.client.get_schema(schema_id).schema_str
+            except SchemaRegistryError as e:
+                raise DecodeError(f"schema id {schema_id} is not in the registry at {self.url}: {e}") from None
+            schema = json.loads(text)
+            cached = WriterSchema(schema_id, schema, fastavro.parse_schema(schema))
+            self._by_id[schema_id] = cached
+        return cached
+
+    def register(self, subject: str, schema: Any) -> WriterSchema:
+        """Register (or find) a schema under a subject; cached per subject and schema text."""
+        text = json.dumps(schema, sort_keys=True)
+        cached = self._registered.get((subject, text))
+        if cached is None:
+            try:
+                schema_id = self.client.register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+            except SchemaRegistryError as e:
+                raise ZyncError(
+                    f"the registry at {self.url} refused a new schema for subject {subject}: {e.error_message}\n"
+                    f"    schema: {json.dumps(schema)}"
+                ) from None
+            cached = WriterSchema(schema_id, schema, fastavro.parse_schema(schema))
+            self._registered[(subject, text)] = cached
+            self._by_id[schema_id] = cached
+        return cached
+
+    def decode(self, data: bytes | None, where: str) -> tuple[int | None, Any]:
+        """(schema id, datum) of a wire-format message; (None, None) for a null (tombstone)."""
+        if data is None:
+            return None, None
+        if len(data) < HEADER.size or data[0] != MAGIC:
+            raise DecodeError(f"{where}: not Avro in the Confluent wire format (no magic byte 0 and schema id)")
+        _, schema_id = HEADER.unpack_from(data)
+        writer = self.schema(schema_id)
+        try:
+            return schema_id, fastavro.schemaless_reader(io.BytesIO(data[HEADER.size:]), writer.parsed, None)
+        except Exception as e:  # noqa: BLE001 - fastavro raises many kinds for corrupt bytes
+            raise DecodeError(f"{where}: cannot decode with writer schema id {schema_id}: {e}") from None
+
+
+def encode(writer: WriterSchema, datum: Any) -> bytes:
+    out = io.BytesIO()
+    out.write(HEADER.pack(MAGIC, writer.id))
+    fastavro.schemaless_writer(out, writer.parsed, datum)
+    return out.getvalue()
