@@ -53,11 +53,23 @@ def project_path(path: str | os.PathLike[str]) -> Path:
     return p if p.is_absolute() else project_dir() / p
 
 
+UNSET_MARK = "<<unset-env-var:"
+
+
 def _env_var(name: str, default: str | None = None) -> str:
+    """dbt's env_var(); an unset variable without default fails only if its target is used."""
     value = os.environ.get(name, default)
-    if value is None:
-        raise ZyncError(f"environment variable {name} is not set and has no default in the profile")
-    return value
+    return f"{UNSET_MARK}{name}>>" if value is None else value
+
+
+def _check_set(settings: dict[str, Any], where: str) -> dict[str, Any]:
+    for key, value in settings.items():
+        if isinstance(value, str) and UNSET_MARK in value:
+            name = value.split(UNSET_MARK, 1)[1].split(">>", 1)[0]
+            raise ZyncError(f"{where}: `{key}` needs environment variable {name}, which is not set")
+        if isinstance(value, dict):
+            _check_set(value, where)
+    return settings
 
 
 def render_yaml_file(path: Path) -> Any:
@@ -161,4 +173,6 @@ def load_target(name: str | None = None) -> Target:
         raise ZyncError(f"no Kafka settings for target {name!r}: add them to profiles/zync.yml")
     if not registry.get("url"):
         raise ZyncError(f"no schema registry settings for target {name!r}: add them to profiles/zync.yml")
-    return Target(name=name, dbt_output=outputs[name], kafka=kafka, schema_registry=registry)
+    where = f"profiles/ target {name!r}"
+    return Target(name=name, dbt_output=_check_set(dict(outputs[name]), where),
+                  kafka=_check_set(kafka, where), schema_registry=_check_set(registry, where))

@@ -20,7 +20,9 @@ def admin(target: Target) -> AdminClient:
 def producer(target: Target, **overrides: Any) -> Producer:
     # Idempotent: retries never duplicate or reorder, which egress relies on
     # to keep Kafka offsets equal to the table's output offsets.
-    settings = {"enable.idempotence": True, "acks": "all", "linger.ms": 20, "compression.type": "lz4"}
+    settings = {"enable.idempotence": True, "acks": "all", "linger.ms": 20, "compression.type": "lz4",
+                # A fresh broker answers "coordinator load in progress" once; the retry is silent.
+                "log_level": 3}
     return Producer({**target.kafka, **settings, **overrides})
 
 
@@ -55,7 +57,8 @@ def ensure_topic(target: Target, topic: str, num_partitions: int = 1) -> bool:
     """Create the topic if it is missing; True if it was created."""
     if topic_exists(target, topic):
         return False
-    futures = admin(target).create_topics([NewTopic(topic, num_partitions=num_partitions, replication_factor=-1)])
+    client = admin(target)  # held until the future resolves: the handle dies with it
+    futures = client.create_topics([NewTopic(topic, num_partitions=num_partitions, replication_factor=-1)])
     try:
         futures[topic].result(timeout=METADATA_TIMEOUT_S)
     except KafkaException as e:

@@ -146,12 +146,20 @@ def consume(target: Target, topic: str, from_beginning: bool = False, exit_after
     parts = [partition] if partition is not None else kafka_client.partitions(target, topic)
     start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
     consumer.assign([TopicPartition(topic, p, start) for p in parts])
+    # The idle clock of --exit-after starts once the records that were already
+    # there at start have been read: a slow first fetch is not idleness.
+    behind = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    if start == OFFSET_END:
+        behind = {}
+    elif offset is not None:
+        behind = {p: h for p, h in behind.items() if h > offset}
+    behind = {p: h for p, h in behind.items() if h > 0}
     seen, last_message = 0, time.monotonic()
     try:
         while max_records is None or seen < max_records:
             msg = consumer.poll(0.2)
             if msg is None:
-                if exit_after is not None and time.monotonic() - last_message >= exit_after:
+                if not behind and exit_after is not None and time.monotonic() - last_message >= exit_after:
                     return
                 continue
             if msg.error():
@@ -159,6 +167,8 @@ def consume(target: Target, topic: str, from_beginning: bool = False, exit_after
                     continue
                 raise ZyncError(f"consuming {topic}: {msg.error()}")
             last_message = time.monotonic()
+            if msg.partition() in behind and msg.offset() + 1 >= behind[msg.partition()]:
+                del behind[msg.partition()]
             where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
             _, key = registry.decode(msg.key(), where + " key")
             _, value = registry.decode(msg.value(), where + " value")

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# zync's invoices demo on the embedded stack, with the real commands a user runs:
+# each batch of Debezium events is produced to Kafka, ingested into raw Delta
+# tables, transformed by `dbt run`, published to NewInvoices, and the whole
+# NewInvoices stream is printed. The commands run one after another: the
+# embedded Derby metastore admits one Spark process at a time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PWD/.venv/bin:$PATH"
+demo=demo/invoices
+
+zync up
+zync etl compile transforms/invoices.yml
+
+for batch in 1 2 3 4; do
+  echo
+  echo "=== batch $batch"
+  for topic in Invoices InvoiceStatus; do
+    file="$demo/batch-$batch/$topic.jsonl"
+    [ -f "$file" ] || continue
+    zync produce --topic "$topic" \
+      --key-schema "$demo/schemas/$topic-key.avsc" --value-schema "$demo/schemas/$topic-value.avsc" "$file"
+  done
+  zync from-kafka --topic Invoices --topic InvoiceStatus --exit-after 2s
+  dbt run --quiet --select new_invoices
+  zync to-kafka --table new_invoices
+  echo "--- NewInvoices after batch $batch"
+  zync consume --topic NewInvoices --from-beginning --exit-after 2s
+done

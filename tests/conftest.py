@@ -1,0 +1,61 @@
+"""One broker, one registry and one SparkSession for the whole test session.
+
+The tests get their own state folder and ports, so they never touch the
+demo's data, and run dbt in-process so that it shares the test session's
+SparkSession (the embedded Derby metastore admits one process at a time).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_STATE = ROOT / ".local" / "test-state"
+
+# Set before anything reads the profiles.
+os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
+os.environ["ZYNC_STATE_DIR"] = str(TEST_STATE)
+os.environ.setdefault("ZYNC_KAFKA_PORT", "29092")
+os.environ.setdefault("ZYNC_REGISTRY_PORT", "28081")
+os.environ["ZYNC_TARGET"] = "local"
+
+
+@pytest.fixture(scope="session")
+def target():
+    from zync import services
+    from zync.config import load_target
+
+    target = load_target("local")
+    services.down(target)
+    shutil.rmtree(TEST_STATE, ignore_errors=True)
+    services.up(target)
+    yield target
+    services.down(target)
+
+
+@pytest.fixture(scope="session")
+def spark(target):
+    from zync.spark import spark_session
+
+    session = spark_session(target)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def dbt(spark):
+    """Run dbt in this process; returns the dbtRunnerResult and fails on an unsuccessful run."""
+    from dbt.cli.main import dbtRunner
+
+    def run(*args: str, expect_success: bool = True):
+        os.chdir(ROOT)
+        result = dbtRunner().invoke([*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")])
+        if expect_success and not result.success:
+            raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception or result.result}")
+        return result
+
+    return run

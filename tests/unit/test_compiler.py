@@ -1,0 +1,148 @@
+"""The transform YAML -> dbt model compiler: pure logic, no services."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler import compile_transforms, write_outputs
+from compiler.spec import TransformError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = """\
+inputs:
+  - {topic: A, table: raw_a}
+  - {topic: B, table: raw_b}
+output: {topic: C, model: c_out}
+transforms:
+  - type: denorm
+    where: value.op IN ('c', 'r')
+    left: A
+    right: B
+    join-on: left.value.after.id = right.value.after.a_id
+    out: C
+    key: left.key
+    value: {id: left.value.after.id, b: right.value.after.b}
+  - type: stateless
+    where: value.op = 'u'
+    in: B
+    out: C
+    key: {id: in.value.after.a_id}
+    value: {id: in.value.after.a_id, b: in.value.after.b}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "t.yml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def model_sql(tmp_path: Path, text: str) -> str:
+    files = compile_transforms([write(tmp_path, text)], tmp_path)
+    return next(f.text for f in files if f.path.suffix == ".sql")
+
+
+def test_committed_models_are_what_the_compiler_writes_now():
+    files = compile_transforms(sorted((ROOT / "transforms").glob("*.yml")), ROOT)
+    assert files, "no transforms compiled"
+    for f in files:
+        committed = ROOT / f.path
+        assert committed.exists(), f"{f.path} is not committed: run `zync etl compile`"
+        assert committed.read_text() == f.text, f"{f.path} is stale: run `zync etl compile` and commit"
+
+
+def test_record_names_become_safe_quoted_aliases(tmp_path):
+    sql = model_sql(tmp_path, GOOD)
+    assert "left_keys=['`left_record`.`value`.`after`.`id`']" in sql
+    assert "right_keys=['`right_record`.`value`.`after`.`a_id`']" in sql
+    assert "NAMED_STRUCT('id', `in_record`.`value`.`after`.`a_id`) as `key`" in sql
+    assert "left." not in sql.replace("left_record", "").replace("left=", "").replace("left_keys", "")
+
+
+def test_partial_rows_carry_their_field_list_and_nulls_for_the_rest(tmp_path):
+    text = GOOD.replace("value: {id: in.value.after.a_id, b: in.value.after.b}", "value: {id: in.value.after.a_id}")
+    sql = model_sql(tmp_path, text)
+    assert "null as `value__b`" in sql
+    assert "ARRAY('id') as `fields`" in sql
+    assert "value_fields=['id', 'b']" in sql
+
+
+def test_a_later_rule_excludes_records_taken_by_an_earlier_rule_on_the_same_input(tmp_path):
+    sql = model_sql(tmp_path, GOOD)
+    assert "after=['rule_1']" in sql
+
+
+def test_tombstone_rule(tmp_path):
+    text = GOOD.replace("value: {id: in.value.after.a_id, b: in.value.after.b}", "value: null")
+    sql = model_sql(tmp_path, text)
+    assert "cast(null as array<string>) as `fields`" in sql
+
+
+def test_join_on_may_be_written_right_to_left_and_as_a_conjunction(tmp_path):
+    text = GOOD.replace(
+        "join-on: left.value.after.id = right.value.after.a_id",
+        "join-on: right.value.after.a_id = left.value.after.id AND left.key.id = right.value.after.x",
+    )
+    sql = model_sql(tmp_path, text)
+    assert "left_keys=['`left_record`.`value`.`after`.`id`', '`left_record`.`key`.`id`']" in sql
+    assert "right_keys=['`right_record`.`value`.`after`.`a_id`', '`right_record`.`value`.`after`.`x`']" in sql
+
+
+@pytest.mark.parametrize(
+    ("change", "message", "line"),
+    [
+        (("join-on: left.value.after.id = right.value.after.a_id", "join-on: left.value.after.id > right.value.after.a_id"),
+         "join-on must be an equality", 10),
+        (("join-on: left.value.after.id = right.value.after.a_id", "join-on: left.value.after.id = 1"),
+         "join-on", 10),
+        (("key: left.key", "key: left.key; drop table x"), "not statements", 12),
+        (("key: left.key", "key: (select 1)"), "not a query", 12),
+        (("key: left.key", "key: other.key"), "does not name a record field", 12),
+        (("key: left.key", "key: left.key +"), "not a valid SQL expression", 12),
+        (("right: B", "right: Z"), "not among the inputs", 9),
+        (("type: stateless", "type: statefull"), "type must be denorm or stateless", 14),
+        (("value: {id: left.value.after.id, b: right.value.after.b}", "value: left.value.after"), "value must be a mapping", 13),
+        (("    out: C\n    key: {id", "    out: D\n    key: {id"), "not the output topic", 17),
+        (("  - {topic: B, table: raw_b}", "  - {topic: B, table: raw-b}"), "plain SQL name", 3),
+        (("    where: value.op = 'u'", "    where: in.value.op = 'u' AND other.x = 1"), "does not name a record field", 15),
+    ],
+)
+def test_errors_name_file_line_and_text(tmp_path, change, message, line):
+    old, new = change
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(TransformError) as error:
+        compile_transforms([path], tmp_path)
+    text = str(error.value)
+    assert message in text
+    assert f"{path}:{line}:" in text
+
+
+def test_invalid_yaml_is_reported_with_its_line(tmp_path):
+    path = write(tmp_path, GOOD.replace("output: {topic: C, model: c_out}", "output: {topic: C, model: c_out"))
+    with pytest.raises(TransformError, match=r"t\.yml:\d+: not valid YAML"):
+        compile_transforms([path], tmp_path)
+
+
+def test_an_error_in_any_file_writes_nothing(tmp_path):
+    good = write(tmp_path, GOOD, "good.yml")
+    bad = write(tmp_path, GOOD.replace("topic: C, model: c_out", "topic: D, model: d_out").replace("right: B", "right: Z"), "bad.yml")
+    with pytest.raises(TransformError):
+        write_outputs(compile_transforms([good, bad], tmp_path), tmp_path)
+    assert not (tmp_path / "models").exists()
+
+
+def test_two_files_may_not_write_the_same_output(tmp_path):
+    a, b = write(tmp_path, GOOD, "a.yml"), write(tmp_path, GOOD, "b.yml")
+    with pytest.raises(TransformError, match="also written by"):
+        compile_transforms([a, b], tmp_path)
+
+
+def test_sources_list_every_input_table_with_its_topic(tmp_path):
+    files = compile_transforms([write(tmp_path, GOOD)], tmp_path)
+    sources = next(f.text for f in files if f.path.name == "__sources.yml")
+    assert "name: raw_a" in sources and "zync_topic: A" in sources
+    assert "name: raw_b" in sources and "zync_topic: B" in sources

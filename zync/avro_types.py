@@ -1,0 +1,263 @@
+"""Avro schemas <-> Spark SQL types, as spark-avro maps them, and the value converters.
+
+Ingest decodes with fastavro and hands Spark Python values; egress turns Spark
+rows back into Avro datums with a schema derived from the row's fields.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import types as T
+
+
+class AvroTypeError(ValueError):
+    """An Avro schema (or Spark type) with no counterpart on the other side."""
+
+
+_PRIMITIVES: dict[str, T.DataType] = {
+    "null": T.NullType(), "boolean": T.BooleanType(), "int": T.IntegerType(), "long": T.LongType(),
+    "float": T.FloatType(), "double": T.DoubleType(), "bytes": T.BinaryType(), "string": T.StringType(),
+}
+_LOGICAL: dict[str, T.DataType] = {
+    "date": T.DateType(), "timestamp-millis": T.TimestampType(), "timestamp-micros": T.TimestampType(),
+    "local-timestamp-millis": T.TimestampNTZType(), "local-timestamp-micros": T.TimestampNTZType(),
+    "uuid": T.StringType(), "time-millis": T.IntegerType(), "time-micros": T.LongType(),
+}
+
+
+def _full_name(schema: dict, namespace: str | None) -> str:
+    name = schema["name"]
+    ns = schema.get("namespace", namespace)
+    return name if "." in name or not ns else f"{ns}.{name}"
+
+
+class _Resolver:
+    """Walks a schema, remembering named types so later references resolve."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, Any] = {}
+        self.in_progress: set[str] = set()
+
+    def resolve(self, schema: Any, namespace: str | None) -> tuple[Any, str | None]:
+        if isinstance(schema, str) and schema not in _PRIMITIVES:
+            for candidate in (schema, f"{namespace}.{schema}" if namespace else schema):
+                if candidate in self.in_progress:
+                    raise AvroTypeError(f"recursive Avro type {schema!r}: Spark has no recursive types")
+                if candidate in self.named:
+                    found = self.named[candidate]
+                    return found, found.get("namespace", namespace) if isinstance(found, dict) else namespace
+            raise AvroTypeError(f"unknown Avro type {schema!r}")
+        return schema, namespace
+
+
+def _branches(schema: list) -> tuple[list, bool]:
+    non_null = [b for b in schema if b != "null"]
+    return non_null, len(non_null) != len(schema)
+
+
+def _spark(schema: Any, r: _Resolver, ns: str | None) -> T.DataType:
+    schema, ns = r.resolve(schema, ns)
+    if isinstance(schema, str):
+        return _PRIMITIVES[schema]
+    if isinstance(schema, list):
+        branches, _ = _branches(schema)
+        resolved = [r.resolve(b, ns)[0] for b in branches]
+        kinds = {b if isinstance(b, str) else b.get("type") for b in resolved}
+        if len(branches) == 1:
+            return _spark(branches[0], r, ns)
+        if kinds <= {"int", "long"}:
+            return T.LongType()
+        if kinds <= {"float", "double"}:
+            return T.DoubleType()
+        return T.StructType([T.StructField(f"member{i}", _spark(b, r, ns), True) for i, b in enumerate(branches)])
+    if not isinstance(schema, dict) or "type" not in schema:
+        raise AvroTypeError(f"not an Avro schema: {schema!r}")
+    kind, logical = schema["type"], schema.get("logicalType")
+    if logical == "decimal" and kind in ("bytes", "fixed"):
+        if kind == "fixed":
+            r.named[_full_name(schema, ns)] = schema
+        return T.DecimalType(schema["precision"], schema.get("scale", 0))
+    if logical in _LOGICAL and isinstance(kind, str):
+        return _LOGICAL[logical]
+    if kind == "record" or kind == "error":
+        full = _full_name(schema, ns)
+        r.in_progress.add(full)
+        inner_ns = full.rpartition(".")[0] or None
+        fields = [T.StructField(f["name"], _spark(f["type"], r, inner_ns), spark_field_nullable(f["type"]))
+                  for f in schema["fields"]]
+        r.in_progress.discard(full)
+        r.named[full] = schema
+        return T.StructType(fields)
+    if kind == "enum":
+        r.named[_full_name(schema, ns)] = schema
+        return T.StringType()
+    if kind == "fixed":
+        r.named[_full_name(schema, ns)] = schema
+        return T.BinaryType()
+    if kind == "array":
+        return T.ArrayType(_spark(schema["items"], r, ns), spark_field_nullable(schema["items"]))
+    if kind == "map":
+        return T.MapType(T.StringType(), _spark(schema["values"], r, ns), spark_field_nullable(schema["values"]))
+    if isinstance(kind, (str, list, dict)) and kind != schema:
+        return _spark(kind, r, ns)
+    raise AvroTypeError(f"unknown Avro type {kind!r}")
+
+
+def spark_type(avro_schema: Any) -> T.DataType:
+    """The Spark type spark-avro gives an Avro schema."""
+    return _spark(avro_schema, _Resolver(), None)
+
+
+def spark_field_nullable(avro_schema: Any) -> bool:
+    return avro_schema == "null" or (isinstance(avro_schema, list) and "null" in avro_schema)
+
+
+def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any] | None:
+    """None means the datum passes as it is (the common case, kept free)."""
+    schema, ns = r.resolve(schema, ns)
+    if isinstance(schema, str):
+        return None
+    if isinstance(schema, list):
+        branches, _ = _branches(schema)
+        if len(branches) == 1:
+            inner = _converter(branches[0], r, ns)
+            return None if inner is None else (lambda v: None if v is None else inner(v))
+        resolved = [r.resolve(b, ns)[0] for b in branches]
+        kinds = [b if isinstance(b, str) else b.get("type") for b in resolved]
+        if set(kinds) <= {"int", "long"} or set(kinds) <= {"float", "double"}:
+            return None
+        member_types = [_spark(b, r, ns) for b in branches]
+        converters = [_converter(b, r, ns) for b in branches]
+        # The branch is told by the Python value fastavro returns; records come
+        # back as dicts, so a union of several records takes the first record.
+        python_types = [_python_type(t) for t in member_types]
+
+        def union(v: Any) -> Any:
+            if v is None:
+                return None
+            out: list[Any] = [None] * len(branches)
+            for i, py in enumerate(python_types):
+                if isinstance(v, py) and not (py is int and isinstance(v, bool)):
+                    out[i] = converters[i](v) if converters[i] else v
+                    return tuple(out)
+            raise AvroTypeError(f"value {v!r} matches no branch of union {schema!r}")
+        return union
+    kind, logical = schema["type"], schema.get("logicalType")
+    if logical in ("timestamp-millis", "timestamp-micros"):
+        return None  # fastavro returns aware UTC datetimes, which Spark takes as they are
+    if logical == "uuid":
+        return lambda v: None if v is None else str(v)
+    if kind in ("record", "error"):
+        full = _full_name(schema, ns)
+        r.in_progress.add(full)
+        inner_ns = full.rpartition(".")[0] or None
+        names = [f["name"] for f in schema["fields"]]
+        convs = [_converter(f["type"], r, inner_ns) for f in schema["fields"]]
+        r.in_progress.discard(full)
+        r.named[full] = schema
+        pairs = list(zip(names, convs))
+        if all(c is None for c in convs):
+            return lambda d: None if d is None else tuple(d.get(n) for n in names)
+        return lambda d: None if d is None else tuple(
+            (c(d.get(n)) if c and d.get(n) is not None else d.get(n)) for n, c in pairs)
+    if kind in ("enum", "fixed"):
+        r.named[_full_name(schema, ns)] = schema
+        return None
+    if kind == "array":
+        inner = _converter(schema["items"], r, ns)
+        return None if inner is None else (lambda v: None if v is None else [inner(x) for x in v])
+    if kind == "map":
+        inner = _converter(schema["values"], r, ns)
+        return None if inner is None else (lambda v: None if v is None else {k: inner(x) for k, x in v.items()})
+    return None
+
+
+def _python_type(t: T.DataType) -> type | tuple[type, ...]:
+    return {
+        T.BooleanType: bool, T.IntegerType: int, T.LongType: int, T.FloatType: float, T.DoubleType: float,
+        T.StringType: str, T.BinaryType: (bytes, bytearray), T.DateType: dt.date,
+        T.TimestampType: dt.datetime, T.TimestampNTZType: dt.datetime, T.StructType: dict,
+        T.ArrayType: list, T.MapType: dict,
+    }.get(type(t), object)
+
+
+def value_converter(avro_schema: Any) -> Callable[[Any], Any]:
+    """A function from a fastavro datum to the Python value Spark accepts for spark_type(avro_schema)."""
+    convert = _converter(avro_schema, _Resolver(), None)
+    return convert if convert is not None else (lambda v: v)
+
+
+# --- Spark -> Avro, for egress --------------------------------------------------
+
+def _avro(t: T.DataType, name: str, namespace: str | None) -> Any:
+    if isinstance(t, T.StructType):
+        return {"type": "record", "name": name, **({"namespace": namespace} if namespace else {}),
+                "fields": [{"name": f.name, "type": _nullable(_avro(f.dataType, f"{name}_{f.name}", None)),
+                            "default": None} for f in t.fields]}
+    if isinstance(t, T.ArrayType):
+        return {"type": "array", "items": _nullable(_avro(t.elementType, f"{name}_item", None))}
+    if isinstance(t, T.MapType):
+        if not isinstance(t.keyType, T.StringType):
+            raise AvroTypeError(f"Avro maps have string keys; {name} has {t.keyType.simpleString()} keys")
+        return {"type": "map", "values": _nullable(_avro(t.valueType, f"{name}_value", None))}
+    if isinstance(t, T.DecimalType):
+        return {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale}
+    if isinstance(t, T.DateType):
+        return {"type": "int", "logicalType": "date"}
+    if isinstance(t, T.TimestampNTZType):
+        return {"type": "long", "logicalType": "local-timestamp-micros"}
+    if isinstance(t, T.TimestampType):
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    simple = {T.BooleanType: "boolean", T.ByteType: "int", T.ShortType: "int", T.IntegerType: "int",
+              T.LongType: "long", T.FloatType: "float", T.DoubleType: "double", T.StringType: "string",
+              T.BinaryType: "bytes", T.NullType: "null"}
+    for spark_class, avro_name in simple.items():
+        if isinstance(t, spark_class):
+            return avro_name
+    raise AvroTypeError(f"no Avro type for Spark type {t.simpleString()} (field {name})")
+
+
+def _nullable(schema: Any) -> Any:
+    return schema if schema == "null" else ["null", schema]
+
+
+def avro_schema_for_struct(struct: T.StructType, name: str, namespace: str | None = None,
+                           only_fields: list[str] | None = None) -> dict:
+    """A record schema for a Spark struct; every field optional (default null) so successive
+    shapes of one subject stay compatible; only_fields keeps just those top-level fields."""
+    if only_fields is not None:
+        unknown = set(only_fields) - set(struct.names)
+        if unknown:
+            raise AvroTypeError(f"fields {sorted(unknown)} are not in {name}'s columns {struct.names}")
+        struct = T.StructType([f for f in struct.fields if f.name in only_fields])
+    return _avro(struct, name, namespace)
+
+
+def _to_datum(t: T.DataType) -> Callable[[Any], Any] | None:
+    if isinstance(t, T.StructType):
+        convs = [(f.name, _to_datum(f.dataType)) for f in t.fields]
+        return lambda row: None if row is None else {
+            n: (c(row[n]) if c and row[n] is not None else row[n]) for n, c in convs}
+    if isinstance(t, T.ArrayType):
+        inner = _to_datum(t.elementType)
+        return None if inner is None else (lambda v: None if v is None else [inner(x) for x in v])
+    if isinstance(t, T.MapType):
+        inner = _to_datum(t.valueType)
+        return None if inner is None else (lambda v: None if v is None else {k: inner(x) for k, x in v.items()})
+    if isinstance(t, T.TimestampType):
+        # Spark hands back naive local datetimes for TIMESTAMP; with the session
+        # time zone at UTC (profiles), they are UTC instants.
+        return lambda v: v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
+    return None
+
+
+def row_to_datum(struct: T.StructType, only_fields: list[str] | None = None) -> Callable[[Any], Any]:
+    """A function from a Spark Row of `struct` to the dict fastavro writes for avro_schema_for_struct."""
+    if only_fields is not None:
+        struct = T.StructType([f for f in struct.fields if f.name in only_fields])
+    convert = _to_datum(struct)
+    assert convert is not None
+    return convert
