@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from zync.config import Target
@@ -14,7 +15,10 @@ class MetastoreLockedError(ZyncError):
     """The embedded Derby metastore is held by another process."""
 
 
-def _check_derby_free(metastore: Path) -> None:
+LOCK_WAIT_S = 30.0
+
+
+def _check_derby_free(metastore: Path, wait_s: float = LOCK_WAIT_S) -> None:
     """Fail early and clearly if another JVM holds the embedded Derby metastore.
 
     Derby locks `dbex.lck` with a POSIX lock while a process has the database
@@ -22,13 +26,19 @@ def _check_derby_free(metastore: Path) -> None:
     starting a JVM that would fail with a screen of Hive errors.
     """
     lock_file = metastore / "dbex.lck"
-    if not lock_file.exists():
-        return
-    with open(lock_file, "a") as f:
-        try:
-            fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.lockf(f, fcntl.LOCK_UN)
-        except OSError:
+    # The JVM of a pyspark process that just exited lets go a moment later, so
+    # a lock is waited out for a while before it counts as held.
+    deadline = time.monotonic() + wait_s
+    while lock_file.exists():
+        with open(lock_file, "a") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.lockf(f, fcntl.LOCK_UN)
+                return
+            except OSError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    continue
             raise MetastoreLockedError(
                 f"the Spark metastore {metastore} is in use by another process (a `dbt run` or "
                 "another zync job). The embedded Derby metastore admits one process at a time: "
@@ -52,7 +62,8 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     if target.derby_metastore is not None:
         target.derby_metastore.parent.mkdir(parents=True, exist_ok=True)
         _check_derby_free(target.derby_metastore)
-    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+    # The local target is loopback only, like the embedded services.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName("zync").enableHiveSupport()
     for key, value in target.spark_conf.items():
         builder = builder.config(key, value)

@@ -9,6 +9,11 @@ cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
 demo=demo/invoices
 
+# The demo runs on its own embedded services, ports and warehouse, started
+# afresh, so it can be run again and never touches the default `local` state.
+export ZYNC_STATE_DIR="$PWD/.local/demo-state" ZYNC_KAFKA_PORT=19192 ZYNC_REGISTRY_PORT=18181
+zync down >/dev/null
+rm -rf "$ZYNC_STATE_DIR"
 zync up
 zync etl compile transforms/invoices.yml
 
@@ -27,3 +32,8 @@ for batch in 1 2 3 4; do
   echo "--- NewInvoices after batch $batch"
   zync consume --topic NewInvoices --from-beginning --exit-after 2s
 done
+
+echo
+echo "The demo's services are still running (ZYNC_STATE_DIR=$ZYNC_STATE_DIR, Kafka on"
+echo "127.0.0.1:$ZYNC_KAFKA_PORT); with those variables set, explore with zync and dbt,"
+echo "and stop them with: ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT zync down"
