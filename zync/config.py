@@ -110,6 +110,8 @@ class Target:
             conf["spark.jars"] = ",".join(str(project_path(j.strip())) for j in conf["spark.jars"].split(","))
         if "spark.sql.warehouse.dir" in conf:
             conf["spark.sql.warehouse.dir"] = str(project_path(conf["spark.sql.warehouse.dir"]))
+        if "spark.driver.extraJavaOptions" in conf:
+            conf["spark.driver.extraJavaOptions"] = _absolute_java_paths(conf["spark.driver.extraJavaOptions"])
         url_key = "spark.hadoop.javax.jdo.option.ConnectionURL"
         prefix = "jdbc:derby:;databaseName="
         if conf.get(url_key, "").startswith(prefix):
@@ -123,6 +125,20 @@ class Target:
         url = self.spark_conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
         prefix = "jdbc:derby:;databaseName="
         return Path(url[len(prefix):].split(";")[0]) if url.startswith(prefix) else None
+
+
+_JAVA_PATH_OPTIONS = ("-Dlog4j.configurationFile=", "-Dderby.system.home=")
+
+
+def _absolute_java_paths(options: str) -> str:
+    """JVM options naming files, made absolute so that zync's jobs run from any folder like dbt does from the root."""
+    parts = []
+    for option in options.split():
+        for prefix in _JAVA_PATH_OPTIONS:
+            if option.startswith(prefix):
+                option = prefix + str(project_path(option[len(prefix):]))
+        parts.append(option)
+    return " ".join(parts)
 
 
 def _zync_home_settings() -> tuple[dict[str, Any], dict[str, Any]]:

@@ -67,11 +67,6 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     builder = SparkSession.builder.appName("zync").enableHiveSupport()
     for key, value in target.spark_conf.items():
         builder = builder.config(key, value)
-    # Derby writes derby.log into the working folder unless told otherwise.
-    if target.derby_metastore is not None:
-        builder = builder.config(
-            "spark.driver.extraJavaOptions", f"-Dderby.system.home={target.derby_metastore.parent}"
-        )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
