@@ -91,6 +91,7 @@ class Ingest:
             # With a shaper the table holds shaped columns; the batch keeps Avro's types.
             state.key_type, state.value_type = resume.key_type, resume.value_type
         state.next_offsets = dict(resume.offsets)
+        state.last_schema = {"key": resume.key_schema_id, "value": resume.value_schema_id}
         return resume.offsets
 
     # --- per message ---------------------------------------------------------
@@ -171,6 +172,8 @@ class Ingest:
                 frame.createOrReplaceTempView("batch")
                 frame = self.spark.sql(self.shaper_sql)
                 check_shaped_schema(frame, kafka_struct(), self.shaper_name)
+                if not table.exists():
+                    table.create_with(frame.schema)
             table.append(frame, f"the batch up to {last.where}")
         except BatchDecodeError as e:
             self._stop_at(state, e)
@@ -185,9 +188,6 @@ class Ingest:
             self._stop_at(state, located)
         for m in messages:
             state.next_offsets[m.partition] = m.offset + 1
-            for part, sid in (("key", m.key_schema_id), ("value", m.value_schema_id)):
-                if sid is not None:
-                    state.last_schema[part] = sid
         state.messages = state.messages[len(messages):]
         state.committed += len(messages)
         self.progress.commit(table.label, len(messages), dict(state.next_offsets))
@@ -276,6 +276,9 @@ class Ingest:
         if not state.messages:
             state.first_at = time.monotonic()
         state.messages.append(m)
+        for part, sid in (("key", m.key_schema_id), ("value", m.value_schema_id)):
+            if sid is not None:
+                state.last_schema[part] = sid
         if len(state.messages) >= self.batch_size:
             self.commit(state)
 

@@ -2,7 +2,7 @@
 
 The envelope is what exactly-once rests on (the resume point is the table's
 largest kafka.offset), so a shaper may add, drop or rewrite `key`, `value` and
-other columns, and filter rows, but must pass `kafka` through untouched.
+other columns, one row per record, but must pass `kafka` through untouched.
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ def check_shaper(sql: str, where: str) -> None:
     if len(statements) != 1 or not isinstance(statements[0], exp.Select):
         raise ShaperError(f"shaper {where} must be one SELECT over the view `{VIEW}`")
     select = statements[0]
+    for clause in ("where", "group", "having", "limit", "qualify", "joins", "distinct", "offset"):
+        if select.args.get(clause):
+            raise ShaperError(
+                f"shaper {where} has {clause.upper().rstrip('S')}: a shaper maps each record to exactly one "
+                "row (the table's largest offset is the resume point, so a dropped or added row would be read "
+                "again or stand for a record it is not). Reshape columns only; filter in dbt models."
+            )
     keeps = False
     for projection in select.expressions:
         if isinstance(projection, exp.Star):
@@ -62,7 +69,8 @@ def check_shaper(sql: str, where: str) -> None:
 def check_shaped_schema(shaped, envelope_type, where: str) -> None:
     """At run time: the shaped batch's `kafka` column has the envelope's type exactly."""
     fields = {f.name: f.dataType for f in shaped.schema.fields}
-    if fields.get("kafka") != envelope_type:
+    # Nullability may differ after a projection; names and types may not.
+    if "kafka" not in fields or fields["kafka"].simpleString() != envelope_type.simpleString():
         found = fields["kafka"].simpleString() if "kafka" in fields else "no kafka column"
         raise ShaperError(
             f"shaper {where} changes the `kafka` column (it gives {found}; ingest needs "

@@ -68,6 +68,8 @@ class ResumeState:
     txn_version: int  # the last idempotent-write version of TXN_APP_ID (-1: none yet)
     key_type: T.DataType
     value_type: T.DataType
+    key_schema_id: int | None = None  # the writer schemas of the last row (for error messages)
+    value_schema_id: int | None = None
 
 
 def _quote(name: str) -> str:
@@ -117,7 +119,10 @@ class RawTable:
 
     def create(self, key: T.DataType, value: T.DataType) -> None:
         """An empty table with the envelope first; a concurrent creator is harmless (same schema)."""
-        empty = self.spark.createDataFrame([], row_schema(key, value))
+        self.create_with(row_schema(key, value))
+
+    def create_with(self, schema: T.StructType) -> None:
+        empty = self.spark.createDataFrame([], schema)
         if self.name:
             db = self.name.split(".")[0]
             self.spark.sql(f"create database if not exists {_quote(db)}")
@@ -152,12 +157,16 @@ class RawTable:
         snapshot = self._snapshot()
         self._txn_version = self._txn_of(snapshot)
         rows = self.spark.sql(
-            f"select kafka.partition as p, max(kafka.offset) as o from {self.sql_name} "
-            f"version as of {int(snapshot.version())} where kafka.topic = :topic group by kafka.partition",
+            f"select kafka.partition as p, max(kafka.offset) as o, "
+            f"max_by(kafka.key_schema_id, kafka.offset) as k, max_by(kafka.value_schema_id, kafka.offset) as v "
+            f"from {self.sql_name} version as of {int(snapshot.version())} "
+            f"where kafka.topic = :topic group by kafka.partition",
             args={"topic": topic},
         ).collect()
+        last_key = next((r["k"] for r in rows if r["k"] is not None), None)
+        last_value = next((r["v"] for r in rows if r["v"] is not None), None)
         return ResumeState({r["p"]: r["o"] + 1 for r in rows}, self._txn_version,
-                           schema["key"].dataType, schema["value"].dataType)
+                           schema["key"].dataType, schema["value"].dataType, last_key, last_value)
 
     # --- evolution ----------------------------------------------------------
 

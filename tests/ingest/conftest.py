@@ -78,9 +78,32 @@ def table_rows(spark, name: str) -> list:
     return spark.sql(f"select * from {name} order by kafka.partition, kafka.offset").collect()
 
 
-def zync_subprocess(args: list[str], state_dir: Path, **popen) -> subprocess.Popen:
-    """`zync from-kafka ...` in its own process, with its own state folder (its own Derby metastore)
-    but this session's Kafka and registry ports."""
-    env = {**os.environ, "ZYNC_STATE_DIR": str(state_dir)}
-    return subprocess.Popen([str(ROOT / ".venv" / "bin" / "zync"), *args], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+class ZyncProcess:
+    """`zync ...` in its own process, with its own state folder (its own Derby metastore) but this
+    session's Kafka and registry ports; its stderr goes to a file the test can read while it runs."""
+
+    def __init__(self, args: list[str], state_dir: Path):
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.log = state_dir / "stderr.log"
+        env = {**os.environ, "ZYNC_STATE_DIR": str(state_dir)}
+        with open(self.log, "w") as err:
+            self.process = subprocess.Popen([str(ROOT / ".venv" / "bin" / "zync"), *args], env=env, cwd=ROOT,
+                                            stdout=subprocess.DEVNULL, stderr=err)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
