@@ -190,7 +190,8 @@ class Ingest:
             state.next_offsets[m.partition] = m.offset + 1
         state.messages = state.messages[len(messages):]
         state.committed += len(messages)
-        self.progress.commit(table.label, len(messages), dict(state.next_offsets))
+        self.progress.commit(table.label, len(messages), dict(state.next_offsets),
+                             check_ms=round(table.check_seconds * 1000))
 
     def _stop_at(self, state: TopicState, e: BatchDecodeError) -> None:
         """Commit the messages before an undecodable one, then stop with its coordinates."""

@@ -37,10 +37,10 @@ class IngestProgress:
         self.records += records
         self._draw()
 
-    def commit(self, table: str, records: int, offsets: dict[int, int]) -> None:
+    def commit(self, table: str, records: int, offsets: dict[int, int], **extra) -> None:
         self.committed += records
         self.commits += 1
-        self.log("commit", table=table, records=records, next_offsets=offsets)
+        self.log("commit", table=table, records=records, next_offsets=offsets, **extra)
         self._draw()
 
     def _draw(self, force: bool = False) -> None:

@@ -13,6 +13,7 @@ Exactly once rests on two things Delta gives:
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -88,6 +89,7 @@ class RawTable:
         self.run_id = uuid.uuid4().hex
         self._txn_version = -1
         self._exists = False
+        self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
 
     @property
     def label(self) -> str:
@@ -124,16 +126,17 @@ class RawTable:
     def create_with(self, schema: T.StructType) -> None:
         empty = self.spark.createDataFrame([], schema)
         if self.name:
-            db = self.name.split(".")[0]
-            self.spark.sql(f"create database if not exists {_quote(db)}")
-            try:
+            self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
+        try:
+            if self.name:
                 empty.write.format("delta").mode("append").saveAsTable(self.name)
-            except Exception as e:  # noqa: BLE001 - a concurrent creator won: fine if it is a zync table
-                if not self.exists():
-                    raise
-                del e
-        else:
-            empty.write.format("delta").mode("append").save(self.location)
+            else:
+                empty.write.format("delta").mode("append").save(self.location)
+        except Exception:  # noqa: BLE001 - a concurrent creator won; its table is checked on use
+            self._exists = False
+            if not self.exists():
+                raise
+        self._exists = True
 
     # --- resume point -------------------------------------------------------
 
@@ -202,12 +205,14 @@ class RawTable:
 
     def append(self, frame, where: str) -> None:
         """Append one batch as one idempotent Delta commit, or fail if another ingest wrote meanwhile."""
+        started = time.monotonic()
         snapshot = self._snapshot()
         current = self._txn_of(snapshot)
         if current != self._txn_version:
             raise self._conflict(where, f"its commit {current} is newer than this ingest's {self._txn_version}")
         version = current + 1
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
+        self.check_seconds = time.monotonic() - started
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
         try:
@@ -220,8 +225,10 @@ class RawTable:
                 raise self._conflict(where, "it committed the same batch number first") from None
             raise
         self._exists = True
+        started = time.monotonic()
         if not self._committed(snapshot.version(), marker):
             raise self._conflict(where, f"it committed batch number {version} first; this one was skipped")
+        self.check_seconds += time.monotonic() - started
         self._txn_version = version
 
     def _committed(self, before: int, marker: str) -> bool:
