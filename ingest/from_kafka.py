@@ -1,178 +1,306 @@
-"""The ingest loop: consume, decode Avro, append one Delta commit per batch.
+"""The ingest loop: consume, check each new writer schema, append one Delta commit per batch.
 
-The resume point is the table itself: the largest offset per topic-partition
-in the raw table. A batch and its offsets land in one Delta commit, so a
-crash at any moment resumes with nothing lost and nothing repeated.
+The resume point is the table itself (its largest offset per topic-partition);
+see ingest/table.py for why a crash or a second ingest never duplicates.
+A message that cannot be taken (not Avro, an incompatible schema) stops the
+run after committing the messages read before it, and nothing after it.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from pyspark.sql import types as T
 
+from ingest.decode import BatchDecodeError, Decoder, Message
+from ingest.evolution import Change, IncompatibleSchemaError, merge
+from ingest.progress import IngestProgress
+from ingest.shaper import check_shaped_schema, load_shaper
+from ingest.table import RawTable, kafka_struct
 from zync import kafka_client
-from zync.avro_types import spark_type, value_converter
 from zync.config import Target
 from zync.errors import ZyncError
-from zync.progress import Progress
 from zync.spark import spark_session
-from zync.tables import check_envelope, qualified, raw_table_name
-from zync.wire import Registry
+from zync.tables import qualified, raw_table_name
+from zync.wire import DecodeError, Registry, schema_id_of
 
-DEFAULT_BATCH_SIZE = 50_000
+DEFAULT_BATCH_SIZE = 100_000
+DEFAULT_MAX_INTERVAL_S = 5.0
+POLL_MESSAGES = 10_000
+LAG_REFRESH_S = 2.0
+
+
+class IncompatibleChangeError(ZyncError):
+    """A message's writer schema cannot evolve its table."""
 
 
 @dataclass
-class TopicBatch:
-    """Decoded rows of one topic waiting for their commit, all under one writer schema pair."""
+class TopicState:
+    """One topic's table, its current key/value types and the messages waiting for their commit."""
 
     topic: str
-    table: str
-    schema_ids: tuple[int | None, int | None] = (None, None)
-    rows: list[tuple] = field(default_factory=list)
-
-
-def _kafka_struct():
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
-
-    return StructType([
-        StructField("topic", StringType(), False),
-        StructField("partition", IntegerType(), False),
-        StructField("offset", LongType(), False),
-        StructField("timestamp", TimestampType(), True),
-        StructField("key_schema_id", IntegerType(), True),
-        StructField("value_schema_id", IntegerType(), True),
-    ])
-
-
-def _row_schema(registry: Registry, schema_ids: tuple[int | None, int | None], existing):
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    def column(name: str, schema_id: int | None) -> StructField:
-        if schema_id is None:
-            # Only nulls so far (a run starting with tombstones): keep the table's
-            # type, or a placeholder the first real schema will replace.
-            known = existing.get(name) if existing else None
-            return StructField(name, known if known is not None else StringType(), True)
-        return StructField(name, spark_type(registry.schema(schema_id).schema), True)
-
-    return StructType([StructField("kafka", _kafka_struct(), False),
-                       column("key", schema_ids[0]), column("value", schema_ids[1])])
+    table: RawTable
+    key_type: T.DataType | None = None
+    value_type: T.DataType | None = None
+    accepted: dict[str, set[int]] = field(default_factory=lambda: {"key": set(), "value": set()})
+    last_schema: dict[str, int | None] = field(default_factory=lambda: {"key": None, "value": None})
+    changes: list[Change] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    first_at: float = 0.0
+    next_offsets: dict[int, int] = field(default_factory=dict)
+    committed: int = 0
 
 
 class Ingest:
     def __init__(self, target: Target, topics: list[str], table: str | None = None,
-                 shaper: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
-        if table and len(topics) > 1:
-            raise ZyncError("--table names the table of a single topic; with several topics each gets raw_<topic>")
+                 shaper: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                 max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
+                 decoder: str = "jvm", progress: IngestProgress | None = None):
+        if (table or location) and len(topics) > 1:
+            raise ZyncError("--table/--location name the table of a single topic; with several topics "
+                            "each gets raw_<topic>")
+        if batch_size < 1:
+            raise ZyncError("--batch-size must be at least 1")
         self.target = target
         self.topics = topics
-        self.tables = {t: qualified(target, table or raw_table_name(t)) for t in topics}
-        self.shaper_sql = shaper.read_text() if shaper else None
+        self.shaper_sql = load_shaper(shaper) if shaper else None
+        self.shaper_name = str(shaper) if shaper else ""
         self.batch_size = batch_size
+        self.max_interval = max_interval
         self.registry = Registry(target.schema_registry)
         self.spark = spark_session(target)
-        self._converters: dict[int, Any] = {}
-        self.commits = 0
+        self.decoder = Decoder(self.spark, self.registry, decoder)
+        self.progress = progress or IngestProgress()
+        self.states: dict[str, TopicState] = {}
+        for topic in topics:
+            raw = (RawTable(self.spark, location=location) if location
+                   else RawTable(self.spark, name=qualified(target, table or raw_table_name(topic)).replace("`", "")))
+            self.states[topic] = TopicState(topic, raw)
 
-    def resume_offsets(self, topic: str) -> dict[int, int]:
-        """Next offset per partition: one past the largest in the table."""
-        table = self.tables[topic]
-        if not self.spark.catalog.tableExists(table.replace("`", "")):
+    # --- start ---------------------------------------------------------------
+
+    def _resume(self, state: TopicState) -> dict[int, int]:
+        if not state.table.exists():
             return {}
-        check_envelope(self.spark, table)
-        rows = self.spark.sql(
-            f"select kafka.partition as p, max(kafka.offset) as o from {table} "
-            f"where kafka.topic = :topic group by kafka.partition", args={"topic": topic}
-        ).collect()
-        return {r["p"]: r["o"] + 1 for r in rows}
+        resume = state.table.resume(state.topic)
+        if not self.shaper_sql:
+            # With a shaper the table holds shaped columns; the batch keeps Avro's types.
+            state.key_type, state.value_type = resume.key_type, resume.value_type
+        state.next_offsets = dict(resume.offsets)
+        state.last_schema = {"key": resume.key_schema_id, "value": resume.value_schema_id}
+        return resume.offsets
 
-    def _convert(self, schema_id: int | None, datum: Any) -> Any:
-        if schema_id is None or datum is None:
-            return None
-        convert = self._converters.get(schema_id)
-        if convert is None:
-            convert = self._converters[schema_id] = value_converter(self.registry.schema(schema_id).schema)
-        return convert(datum)
+    # --- per message ---------------------------------------------------------
 
-    def commit(self, batch: TopicBatch) -> None:
-        if not batch.rows:
+    def _accept_schema(self, state: TopicState, part: str, schema_id: int | None, m: Message) -> None:
+        """Check a writer schema the first time it shows up; evolve the batch's type or refuse."""
+        if schema_id is None or schema_id in state.accepted[part]:
             return
-        name = batch.table.replace("`", "")
-        existing = ({f.name: f.dataType for f in self.spark.table(name).schema.fields}
-                    if None in batch.schema_ids and self.spark.catalog.tableExists(name) else None)
-        schema = _row_schema(self.registry, batch.schema_ids, existing)
-        frame = self.spark.createDataFrame(batch.rows, schema)
-        if self.shaper_sql:
-            frame.createOrReplaceTempView("batch")
-            frame = self.spark.sql(self.shaper_sql)
-            if "kafka" not in frame.columns:
-                raise ZyncError("the shaper dropped the `kafka` column: it must keep it as it is")
-        db = batch.table.split(".")[0]
-        self.spark.sql(f"create database if not exists {db}")
-        (frame.write.format("delta").mode("append").option("mergeSchema", "true")
-         .saveAsTable(batch.table.replace("`", "")))
-        self.commits += 1
-        batch.rows = []
+        new_type = self.decoder.spark_type(schema_id)
+        current = state.key_type if part == "key" else state.value_type
+        if current is None or isinstance(current, T.NullType):
+            merged = new_type
+        else:
+            try:
+                merged, changes = merge(current, new_type, (part,))
+            except IncompatibleSchemaError as e:
+                raise self._incompatible(state, part, schema_id, current, m, e) from None
+            state.changes += changes
+        if part == "key":
+            state.key_type = merged
+        else:
+            state.value_type = merged
+        state.accepted[part].add(schema_id)
+
+    def _incompatible(self, state: TopicState, part: str, schema_id: int, current: T.DataType,
+                      m: Message, e: IncompatibleSchemaError) -> IncompatibleChangeError:
+        old_id = state.last_schema[part]
+        old = (f"writer schema id {old_id}: {json.dumps(self.registry.schema(old_id).schema)}"
+               if old_id is not None else f"the table's column type {current.simpleString()}")
+        new = json.dumps(self.registry.schema(schema_id).schema)
+        return IncompatibleChangeError(
+            f"{m.where}: the {part} schema changed incompatibly for table {state.table.label}: {e}.\n"
+            f"    old: {old}\n    new: writer schema id {schema_id}: {new}\n"
+            f"Everything before offset {m.offset} of partition {m.partition} is committed, nothing from it on. "
+            "Make the change compatible (add optional fields, widen types) and produce again, or ingest this "
+            "topic into a new table (--table NAME)."
+        )
+
+    def _message(self, msg) -> Message:
+        where = f"topic {msg.topic()} partition {msg.partition()} offset {msg.offset()}"
+        key, value = msg.key(), msg.value()
+        _, ts = msg.timestamp()
+        return Message(msg.topic(), msg.partition(), msg.offset(), ts, key, value,
+                       schema_id_of(key, where + " key"), schema_id_of(value, where + " value"))
+
+    # --- commit --------------------------------------------------------------
+
+    def _fallback_type(self, topic: str, part: str) -> T.DataType:
+        """A column type for a table first created from tombstones only: the subject's latest schema."""
+        from zync.avro_types import spark_type
+
+        try:
+            latest = self.registry.client.get_latest_version(f"{topic}-{part}")
+        except Exception:  # noqa: BLE001 - any registry answer but a schema means "unknown"
+            raise ZyncError(f"cannot create the table of {topic}: its first records are tombstones and the "
+                            f"registry has no subject {topic}-{part} to type the `{part}` column") from None
+        return spark_type(json.loads(latest.schema.schema_str))
+
+    def commit(self, state: TopicState, upto: int | None = None) -> None:
+        messages = state.messages if upto is None else state.messages[:upto]
+        if not messages:
+            return
+        if state.key_type is None:
+            state.key_type = self._fallback_type(state.topic, "key")
+        if state.value_type is None:
+            state.value_type = self._fallback_type(state.topic, "value")
+        table = state.table
+        if not self.shaper_sql:
+            if not table.exists():
+                table.create(state.key_type, state.value_type)
+            elif state.changes:
+                table.evolve(state.changes, state.key_type, state.value_type)
+            state.changes = []
+        last = messages[-1]
+        try:
+            frame = self.decoder.frame(messages, state.key_type, state.value_type)
+            if self.shaper_sql:
+                frame.createOrReplaceTempView("batch")
+                frame = self.spark.sql(self.shaper_sql)
+                check_shaped_schema(frame, kafka_struct(), self.shaper_name)
+                if not table.exists():
+                    table.create_with(frame.schema)
+            table.append(frame, f"the batch up to {last.where}")
+        except BatchDecodeError as e:
+            self._stop_at(state, e)
+        except ZyncError:
+            raise
+        except Exception as e:  # noqa: BLE001 - Spark's from_avro failure: find the message
+            if self.decoder.kind != "jvm" or "avro" not in str(e).lower():
+                raise
+            located = self.decoder.locate_error(messages)
+            if located is None:
+                raise
+            self._stop_at(state, located)
+        for m in messages:
+            state.next_offsets[m.partition] = m.offset + 1
+        state.messages = state.messages[len(messages):]
+        state.committed += len(messages)
+        self.progress.commit(table.label, len(messages), dict(state.next_offsets),
+                             check_ms=round(table.check_seconds * 1000))
+
+    def _stop_at(self, state: TopicState, e: BatchDecodeError) -> None:
+        """Commit the messages before an undecodable one, then stop with its coordinates."""
+        if e.index > 0:
+            self.commit(state, upto=e.index)
+        raise DecodeError(
+            f"{e}. Nothing from this message on is committed to {state.table.label}. Fix or remove the "
+            "producer of such messages; to skip it, ingest from a later offset into a new table."
+        ) from None
+
+    def commit_all(self) -> None:
+        for state in self.states.values():
+            self.commit(state)
+
+    # --- the loop --------------------------------------------------------------
 
     def run(self, exit_after: float | None = None) -> int:
         consumer = kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.topics)}")
         assignment = []
-        for topic in self.topics:
-            resume = self.resume_offsets(topic)
-            for p in kafka_client.partitions(self.target, topic):
-                assignment.append(TopicPartition(topic, p, resume.get(p, OFFSET_BEGINNING)))
+        for topic, state in self.states.items():
+            resume = self._resume(state)
+            partitions = kafka_client.partitions(self.target, topic)
+            assignment += [TopicPartition(topic, p, resume.get(p, OFFSET_BEGINNING)) for p in partitions]
+            self.progress.log("start", topic=topic, table=state.table.label, partitions=len(partitions),
+                              resume_offsets=resume, decoder=self.decoder.kind)
         consumer.assign(assignment)
-        batches = {t: TopicBatch(t, self.tables[t]) for t in self.topics}
-        progress = Progress("from-kafka")
-        total, last_message = 0, time.monotonic()
+        # --exit-after counts idle time only once what the topics held at the start is read.
+        behind = self._start_marks(consumer, assignment)
+        last_message = time.monotonic()
+        lag_at = 0.0
         try:
             while True:
-                messages = consumer.consume(num_messages=self.batch_size, timeout=0.5)
-                if not messages:
-                    for batch in batches.values():
-                        self.commit(batch)
-                    if exit_after is not None and time.monotonic() - last_message >= exit_after:
-                        break
-                    continue
-                last_message = time.monotonic()
-                for msg in messages:
+                polled = consumer.consume(num_messages=min(self.batch_size, POLL_MESSAGES), timeout=0.2)
+                now = time.monotonic()
+                for msg in polled:
                     if msg.error():
                         if msg.error().code() == KafkaError._PARTITION_EOF:
                             continue
                         raise ZyncError(f"consuming {msg.topic()}: {msg.error()}")
-                    batch = batches[msg.topic()]
-                    where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
-                    key_id, key = self.registry.decode(msg.key(), where + " key")
-                    value_id, value = self.registry.decode(msg.value(), where + " value")
-                    ids = (key_id if key_id is not None else batch.schema_ids[0],
-                           value_id if value_id is not None else batch.schema_ids[1])
-                    if batch.rows and ids != batch.schema_ids:
-                        # A new writer schema: commit what was read under the old one first.
-                        self.commit(batch)
-                    batch.schema_ids = ids
-                    _, ts = msg.timestamp()
-                    batch.rows.append((
-                        (msg.topic(), msg.partition(), msg.offset(),
-                         _timestamp(ts), key_id, value_id),
-                        self._convert(key_id, key), self._convert(value_id, value),
-                    ))
-                    total += 1
-                    if len(batch.rows) >= self.batch_size:
-                        self.commit(batch)
-                progress.update(total)
+                    last_message = now
+                    self._take(msg)
+                    mark = behind.get((msg.topic(), msg.partition()))
+                    if mark is not None and msg.offset() + 1 >= mark:
+                        del behind[(msg.topic(), msg.partition())]
+                self.progress.read(len(polled))
+                for state in self.states.values():
+                    if state.messages and now - state.first_at >= self.max_interval:
+                        self.commit(state)
+                if self.progress.live and now - lag_at >= LAG_REFRESH_S:
+                    lag_at = now
+                    self._refresh_lag(consumer, assignment)
+                if not polled:
+                    self.commit_all()
+                    if exit_after is not None and not behind and now - last_message >= exit_after:
+                        break
         finally:
+            # Whatever was read but not committed is read again by the next run.
             consumer.close()
-        tables = ", ".join(sorted(set(self.tables.values())))
-        progress.finish(f"{total:,} records into {tables} ({self.commits} commits)")
+        total = sum(s.committed for s in self.states.values())
+        tables = ", ".join(s.table.label for s in self.states.values())
+        offsets = "; ".join(f"{t}: " + ", ".join(f"[{p}] {o}" for p, o in sorted(s.next_offsets.items()))
+                            for t, s in self.states.items())
+        self.progress.finish(f"{total:,} records into {tables} ({self.progress.commits} commits; "
+                             f"next offsets {offsets or 'none'})")
         return total
 
+    def _take(self, msg) -> None:
+        state = self.states[msg.topic()]
+        try:
+            m = self._message(msg)
+        except DecodeError as e:
+            self.commit_all()
+            raise DecodeError(f"{e} Nothing from this message on is committed.") from None
+        try:
+            self._accept_schema(state, "key", m.key_schema_id, m)
+            self._accept_schema(state, "value", m.value_schema_id, m)
+        except IncompatibleChangeError:
+            self.commit_all()
+            raise
+        except DecodeError as e:  # its schema id is not in the registry
+            self.commit_all()
+            raise DecodeError(f"{m.where}: {e}") from None
+        if not state.messages:
+            state.first_at = time.monotonic()
+        state.messages.append(m)
+        for part, sid in (("key", m.key_schema_id), ("value", m.value_schema_id)):
+            if sid is not None:
+                state.last_schema[part] = sid
+        if len(state.messages) >= self.batch_size:
+            self.commit(state)
 
-def _timestamp(ms: int):
-    import datetime as dt
+    def _start_marks(self, consumer, assignment: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        """High-water marks at the start of the partitions that have messages left to read."""
+        marks = {}
+        for tp in assignment:
+            low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
+                                                       timeout=kafka_client.METADATA_TIMEOUT_S)
+            start = low if tp.offset < 0 else tp.offset
+            if high > start:
+                marks[(tp.topic, tp.partition)] = high
+        return marks
 
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc) if ms and ms > 0 else None
+    def _refresh_lag(self, consumer, assignment: list[TopicPartition]) -> None:
+        for tp in assignment:
+            try:
+                _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=0.5)
+            except Exception:  # noqa: BLE001 - lag is cosmetic; a slow broker must not stop ingest
+                continue
+            state = self.states[tp.topic]
+            pending = [m.offset for m in state.messages if m.partition == tp.partition]
+            position = max(pending) + 1 if pending else state.next_offsets.get(tp.partition, 0)
+            self.progress.lag[(tp.topic, tp.partition)] = max(0, high - position)

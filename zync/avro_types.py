@@ -131,18 +131,30 @@ def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any
             return None
         member_types = [_spark(b, r, ns) for b in branches]
         converters = [_converter(b, r, ns) for b in branches]
-        # The branch is told by the Python value fastavro returns; records come
-        # back as dicts, so a union of several records takes the first record.
+        names = [_full_name(b, ns) if isinstance(b, dict) and b.get("type") in ("record", "error") else None
+                 for b in resolved]
+        # Records of a multi-record union come from fastavro as (full name, dict)
+        # (Registry.decode(record_names=True)); other branches are told by their
+        # Python type, so int/long or float/double side by side with other types
+        # take the first of the two (fastavro cannot tell them apart; JVM decoding can).
         python_types = [_python_type(t) for t in member_types]
 
         def union(v: Any) -> Any:
             if v is None:
                 return None
             out: list[Any] = [None] * len(branches)
+            if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and v[0] in names:
+                i = names.index(v[0])
+                out[i] = converters[i](v[1]) if converters[i] else v[1]
+                return tuple(out)
             for i, py in enumerate(python_types):
-                if isinstance(v, py) and not (py is int and isinstance(v, bool)):
+                if names[i] is None and isinstance(v, py) and not (py is int and isinstance(v, bool)):
                     out[i] = converters[i](v) if converters[i] else v
                     return tuple(out)
+            if isinstance(v, dict):  # a union with a single record branch among other types
+                i = next(i for i, n in enumerate(names) if n is not None)
+                out[i] = converters[i](v) if converters[i] else v
+                return tuple(out)
             raise AvroTypeError(f"value {v!r} matches no branch of union {schema!r}")
         return union
     kind, logical = schema["type"], schema.get("logicalType")
@@ -150,6 +162,11 @@ def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any
         return None  # fastavro returns aware UTC datetimes, which Spark takes as they are
     if logical == "uuid":
         return lambda v: None if v is None else str(v)
+    if logical == "time-millis" and kind == "int":
+        # spark-avro keeps time-of-day as the raw int (ms since midnight); fastavro returns a time.
+        return lambda v: None if v is None else _time_units(v, 1000)
+    if logical == "time-micros" and kind == "long":
+        return lambda v: None if v is None else _time_units(v, 1)
     if kind in ("record", "error"):
         full = _full_name(schema, ns)
         r.in_progress.add(full)
@@ -173,6 +190,13 @@ def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any
         inner = _converter(schema["values"], r, ns)
         return None if inner is None else (lambda v: None if v is None else {k: inner(x) for k, x in v.items()})
     return None
+
+
+def _time_units(v: dt.time | int, micros_per_unit: int) -> int:
+    if isinstance(v, int):
+        return v
+    micros = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+    return micros // micros_per_unit
 
 
 def _python_type(t: T.DataType) -> type | tuple[type, ...]:

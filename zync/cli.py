@@ -67,8 +67,9 @@ def cmd_consume(args: argparse.Namespace) -> None:
 def cmd_from_kafka(args: argparse.Namespace) -> None:
     from ingest.from_kafka import Ingest
 
-    Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper,
-           batch_size=args.batch_size).run(exit_after=args.exit_after)
+    Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper, batch_size=args.batch_size,
+           max_interval=args.max_interval, location=args.location,
+           decoder=args.decoder).run(exit_after=args.exit_after)
 
 
 def cmd_to_kafka(args: argparse.Namespace) -> None:
@@ -134,8 +135,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--table", help="table name for a single topic (default: raw_<topic in snake case>)")
     p.add_argument("--shaper", type=Path, metavar="F.sql",
                    help="Spark SQL SELECT over the view `batch`, applied before writing; must keep `kafka`")
-    p.add_argument("--exit-after", type=parse_duration, metavar="DUR", help="stop after DUR with no new messages")
-    p.add_argument("--batch-size", type=int, default=50_000, help="records per Delta commit at most (default 50000)")
+    p.add_argument("--location", metavar="PATH",
+                   help="keep the table at this Delta path instead of the catalog (a single topic)")
+    p.add_argument("--exit-after", type=parse_duration, metavar="DUR",
+                   help="stop after DUR with no new messages (default: run until interrupted)")
+    p.add_argument("--batch-size", type=int, default=100_000,
+                   help="records per Delta commit at most; bounds memory (default 100000)")
+    p.add_argument("--max-interval", type=parse_duration, default=5.0, metavar="DUR",
+                   help="commit what was read at least this often (default 5s)")
+    p.add_argument("--decoder", choices=["jvm", "python"], default="jvm",
+                   help="decode Avro in Spark (from_avro, default, faster) or in Python (fastavro)")
 
     p = verb("to-kafka", cmd_to_kafka, "publish an output table's out rows to their topic, offsets aligned")
     p.add_argument("--table", required=True, help="output table (a dbt model, e.g. new_invoices)")

@@ -67,18 +67,34 @@ class Registry:
             self._by_id[schema_id] = cached
         return cached
 
-    def decode(self, data: bytes | None, where: str) -> tuple[int | None, Any]:
-        """(schema id, datum) of a wire-format message; (None, None) for a null (tombstone)."""
-        if data is None:
+    def decode(self, data: bytes | None, where: str, record_names: bool = False) -> tuple[int | None, Any]:
+        """(schema id, datum) of a wire-format message; (None, None) for a null (tombstone).
+
+        record_names: records in unions of several records come back as (full name, dict),
+        which value_converter needs to pick the union member.
+        """
+        schema_id = schema_id_of(data, where)
+        if schema_id is None:
             return None, None
-        if len(data) < HEADER.size or data[0] != MAGIC:
-            raise DecodeError(f"{where}: not Avro in the Confluent wire format (no magic byte 0 and schema id)")
-        _, schema_id = HEADER.unpack_from(data)
         writer = self.schema(schema_id)
         try:
-            return schema_id, fastavro.schemaless_reader(io.BytesIO(data[HEADER.size:]), writer.parsed, None)
+            return schema_id, fastavro.schemaless_reader(
+                io.BytesIO(data[HEADER.size:]), writer.parsed, None,
+                return_record_name=record_names, return_record_name_override=record_names)
         except Exception as e:  # noqa: BLE001 - fastavro raises many kinds for corrupt bytes
             raise DecodeError(f"{where}: cannot decode with writer schema id {schema_id}: {e}") from None
+
+
+def schema_id_of(data: bytes | None, where: str) -> int | None:
+    """The writer schema id in a wire-format header; None for a null (tombstone)."""
+    if data is None:
+        return None
+    if len(data) < HEADER.size or data[0] != MAGIC:
+        raise DecodeError(
+            f"{where}: not Avro in the Confluent wire format (it must start with magic byte 0 and a "
+            f"4-byte schema id; it starts with {bytes(data[:5])!r}). Fix the producer, or ingest from a later offset."
+        )
+    return HEADER.unpack_from(data)[1]
 
 
 def encode(writer: WriterSchema, datum: Any) -> bytes:

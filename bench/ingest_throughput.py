@@ -1,0 +1,246 @@
+"""Ingest benchmark, one command:  .venv/bin/python bench/ingest_throughput.py [--records N]
+
+Builds a topic of N (default 1,000,000) Debezium-shaped change events (15-field
+rows in before/after, a source block, op, ts_ms; pre-encoded Avro bytes) on its
+own embedded Kafka and registry (ports 33192/33181, state in bench/out/), then
+measures in the same run:
+- the ceiling: confluent-kafka merely consuming the messages;
+- zync from-kafka into Delta, JVM decoding (from_avro; the default), at two batch sizes,
+  with the peak RSS of its process tree (python + JVM);
+- zync from-kafka with Python decoding (fastavro + createDataFrame), on the first
+  --python-records messages (it is slower; the rate is what counts);
+- the anchor: Spark Structured Streaming (spark-sql-kafka + spark-avro, from_avro,
+  trigger(availableNow=True)) into Delta.
+Rates exclude JVM start-up: zync's from its `start` log line to its last commit, the
+anchor's from query start to its end. Figures go to stdout and bench/out/ingest_throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+STATE = OUT / "ingest-state"
+os.environ.update({"ZYNC_PROJECT_DIR": str(ROOT), "ZYNC_STATE_DIR": str(STATE),
+                   "ZYNC_KAFKA_PORT": os.environ.get("BENCH_KAFKA_PORT", "33192"),
+                   "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "33181"), "ZYNC_TARGET": "local"})
+sys.path.insert(0, str(ROOT))
+
+ROW_FIELDS = [
+    {"name": "id", "type": "long"}, {"name": "customer_id", "type": "long"},
+    {"name": "customer", "type": "string"}, {"name": "email", "type": ["null", "string"], "default": None},
+    {"name": "item", "type": "string"}, {"name": "sku", "type": "string"}, {"name": "quantity", "type": "int"},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+    {"name": "currency", "type": "string"}, {"name": "status", "type": "string"},
+    {"name": "paid", "type": "boolean"}, {"name": "discount", "type": "double"},
+    {"name": "created_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "updated_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "notes", "type": ["null", "string"], "default": None},
+]
+SOURCE = {"type": "record", "name": "Source", "namespace": "io.debezium.connector.postgresql", "fields": [
+    {"name": "version", "type": "string"}, {"name": "connector", "type": "string"},
+    {"name": "name", "type": "string"}, {"name": "ts_ms", "type": "long"},
+    {"name": "snapshot", "type": ["null", "string"], "default": None}, {"name": "db", "type": "string"},
+    {"name": "schema", "type": "string"}, {"name": "table", "type": "string"},
+    {"name": "txId", "type": ["null", "long"], "default": None}, {"name": "lsn", "type": ["null", "long"], "default": None},
+]}
+VALUE = {"type": "record", "name": "Envelope", "namespace": "bench.public.orders", "fields": [
+    {"name": "before", "type": ["null", {"type": "record", "name": "Value", "fields": ROW_FIELDS}], "default": None},
+    {"name": "after", "type": ["null", "Value"], "default": None},
+    {"name": "source", "type": SOURCE}, {"name": "op", "type": "string"},
+    {"name": "ts_ms", "type": ["null", "long"], "default": None},
+]}
+KEY = {"type": "record", "name": "Key", "namespace": "bench.public.orders", "fields": [{"name": "id", "type": "long"}]}
+TEMPLATES = 20_000  # distinct encoded events, cycled (with fresh keys) to make N quickly
+
+
+def _row(i: int) -> dict:
+    t = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=i)
+    return {"id": i, "customer_id": i % 5000, "customer": f"customer {i % 5000}",
+            "email": None if i % 7 == 0 else f"c{i % 5000}@example.com", "item": f"item {i % 300}",
+            "sku": f"SKU-{i % 300:05d}", "quantity": i % 17, "price": decimal.Decimal(i % 100_000) / 100,
+            "currency": "EUR", "status": ("new", "paid", "shipped")[i % 3], "paid": i % 2 == 0,
+            "discount": (i % 10) / 100, "created_at": t, "updated_at": t, "notes": None if i % 3 else "gift"}
+
+
+def _event(i: int) -> dict:
+    op = "c" if i % 4 else "u"
+    return {"before": _row(i - 1) if op == "u" else None, "after": _row(i),
+            "source": {"version": "2.7.0.Final", "connector": "postgresql", "name": "bench", "ts_ms": 1_700_000_000_000 + i,
+                       "snapshot": "false", "db": "shop", "schema": "public", "table": "orders", "txId": i, "lsn": i * 8},
+            "op": op, "ts_ms": 1_700_000_000_000 + i}
+
+
+def build_topic(target, topic: str, records: int, partitions: int) -> dict:
+    from zync import kafka_client
+    from zync.wire import Registry, encode
+
+    registry = Registry(target.schema_registry)
+    key_writer = registry.register(f"{topic}-key", KEY)
+    value_writer = registry.register(f"{topic}-value", VALUE)
+    kafka_client.ensure_topic(target, topic, num_partitions=partitions)
+    have = sum(kafka_client.high_water_marks(target, topic).values())
+    if have >= records:
+        return {"records": have, "seconds": 0.0, "reused": True}
+    bodies = [encode(value_writer, _event(i)) for i in range(TEMPLATES)]
+    producer = kafka_client.producer(target, **{"linger.ms": 50, "batch.size": 1_000_000,
+                                                "queue.buffering.max.messages": 500_000})
+    started = time.monotonic()
+    for i in range(have, records):
+        while True:
+            try:
+                producer.produce(topic, key=encode(key_writer, {"id": i}), value=bodies[i % TEMPLATES],
+                                 partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(120) == 0
+    return {"records": records, "seconds": time.monotonic() - started, "reused": False}
+
+
+def ceiling(target, topic: str, records: int) -> dict:
+    """confluent-kafka merely consuming every message (no decoding)."""
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    from zync import kafka_client
+
+    consumer = kafka_client.consumer(target, group="bench-ceiling")
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in kafka_client.partitions(target, topic)])
+    seen, started = 0, time.monotonic()
+    while seen < records:
+        seen += sum(1 for m in consumer.consume(num_messages=10_000, timeout=1.0) if not m.error())
+    seconds = time.monotonic() - started
+    consumer.close()
+    return {"records": seen, "seconds": seconds, "records_per_s": seen / seconds}
+
+
+def _tree_rss(pid: int) -> int:
+    """RSS in bytes of a process and its descendants (the JVM is a child of pyspark's python)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: int) -> dict:
+    location = OUT / "tables" / name
+    shutil.rmtree(location, ignore_errors=True)
+    state = OUT / f"state-{name}"
+    shutil.rmtree(state, ignore_errors=True)
+    log = OUT / f"{name}.log"
+    env = {**os.environ, "ZYNC_STATE_DIR": str(state)}
+    args = [str(ROOT / ".venv/bin/zync"), "from-kafka", "--topic", topic, "--location", str(location),
+            "--batch-size", str(batch_size), "--decoder", decoder, "--exit-after", "3s"]
+    peak = 0
+    with open(log, "w") as err:
+        proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.2)
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    if proc.returncode != 0:
+        raise SystemExit(f"zync from-kafka failed ({name}):\n{log.read_text()[-3000:]}")
+    start = next(e["ts"] for e in events if e["event"] == "start")
+    commits = [e for e in events if e["event"] == "commit"]
+    records = sum(e["records"] for e in commits)
+    assert records == expect, f"{name}: {records} committed, {expect} expected"
+    seconds = commits[-1]["ts"] - start
+    check_ms = [e.get("check_ms", 0) for e in commits]
+    return {"records": records, "seconds": seconds, "records_per_s": records / seconds, "commits": len(commits),
+            "batch_size": batch_size, "decoder": decoder, "peak_rss_mb": peak / 2**20,
+            "conflict_check_ms_per_commit": sum(check_ms) / len(check_ms)}
+
+
+def anchor(target, topic: str, expect: int) -> dict:
+    table, checkpoint = OUT / "tables" / "anchor", OUT / "anchor-checkpoint"
+    for p in (table, checkpoint):
+        shutil.rmtree(p, ignore_errors=True)
+    schema_file = OUT / "value.avsc"
+    schema_file.write_text(json.dumps(VALUE))
+    peak, lines = 0, []
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "ingest_anchor.py"),
+                             target.kafka["bootstrap.servers"], topic, str(schema_file), str(table), str(checkpoint)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(proc.pid))
+        time.sleep(0.2)
+    reader.join(10)
+    if proc.returncode != 0 or not lines:
+        raise SystemExit("the Structured Streaming anchor failed")
+    result = json.loads(lines[-1])
+    assert result["records"] == expect, result
+    return {**result, "records_per_s": result["records"] / result["seconds"], "peak_rss_mb": peak / 2**20}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--python-records", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--keep-services", action="store_true", help="leave the bench's Kafka and registry up")
+    args = parser.parse_args()
+    from zync import services
+    from zync.config import load_target
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    target = load_target("local")
+    for line in services.up(target):
+        print(line)
+    try:
+        topic, small = f"bench_ingest_{args.records}", f"bench_ingest_{args.python_records}"
+        results = {"machine": f"{os.cpu_count()} cores, shared with other jobs (load avg {os.getloadavg()[0]:.1f})",
+                   "topic": {"name": topic, "partitions": args.partitions, **build_topic(
+                       target, topic, args.records, args.partitions)}}
+        build_topic(target, small, args.python_records, args.partitions)
+        print(f"topic {topic}: {args.records:,} events ready", flush=True)
+        results["ceiling_confluent_kafka_consume"] = ceiling(target, topic, args.records)
+        print("ceiling", results["ceiling_confluent_kafka_consume"], flush=True)
+        results["zync_jvm_batch_100k"] = zync_ingest(topic, "zync-jvm-100k", 100_000, "jvm", args.records)
+        print("zync jvm 100k", results["zync_jvm_batch_100k"], flush=True)
+        results["zync_jvm_batch_25k"] = zync_ingest(topic, "zync-jvm-25k", 25_000, "jvm", args.records)
+        print("zync jvm 25k", results["zync_jvm_batch_25k"], flush=True)
+        results["anchor_structured_streaming"] = anchor(target, topic, args.records)
+        print("anchor", results["anchor_structured_streaming"], flush=True)
+        results["zync_python_batch_100k"] = zync_ingest(small, "zync-python", 100_000, "python",
+                                                        args.python_records)
+        print("zync python", results["zync_python_batch_100k"], flush=True)
+        results["load_avg_at_end"] = os.getloadavg()[0]
+    finally:
+        if not args.keep_services:
+            services.down(target)
+    (OUT / "ingest_throughput.json").write_text(json.dumps(results, indent=2))
+    rows = [("ceiling: confluent-kafka consume", results["ceiling_confluent_kafka_consume"]),
+            ("zync from-kafka, jvm decode, batch 100k", results["zync_jvm_batch_100k"]),
+            ("zync from-kafka, jvm decode, batch 25k", results["zync_jvm_batch_25k"]),
+            ("anchor: Structured Streaming availableNow", results["anchor_structured_streaming"]),
+            (f"zync from-kafka, python decode ({args.python_records:,})", results["zync_python_batch_100k"])]
+    print(f"\n{results['machine']}")
+    for label, r in rows:
+        rss = f"  peak RSS {r['peak_rss_mb']:,.0f} MB" if "peak_rss_mb" in r else ""
+        print(f"{label:45s} {r['records']:>9,} in {r['seconds']:7.1f}s = {r['records_per_s']:>9,.0f} records/s{rss}")
+    print(f"conflict check per commit (zync, batch 100k): {results['zync_jvm_batch_100k']['conflict_check_ms_per_commit']:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""The raw Delta table of one topic: envelope, resume point, evolution, and the one-commit append.
+
+Exactly once rests on two things Delta gives:
+- the batch and its Kafka offsets land in ONE commit, and the resume point is
+  the table's own largest offset per partition, so a crash at any moment
+  resumes with nothing lost and nothing repeated;
+- every commit is an idempotent Delta write (txnAppId = "zync-from-kafka",
+  txnVersion = the previous one + 1). Two ingests racing for the same table
+  both try to write the same txnVersion: Delta lets one win and fails the
+  other (ConcurrentTransactionException), or skips the late one's write; both
+  are caught here and stop that ingest with an error instead of a duplicate.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from pyspark.sql import types as T
+
+from ingest.evolution import Change
+from zync.errors import ZyncError
+
+TXN_APP_ID = "zync-from-kafka"
+ENVELOPE_FIELDS = ("topic", "partition", "offset")
+
+
+class ConcurrentIngestError(ZyncError):
+    """Another process committed to the table this ingest writes."""
+
+
+def kafka_struct() -> T.StructType:
+    return T.StructType([
+        T.StructField("topic", T.StringType(), False),
+        T.StructField("partition", T.IntegerType(), False),
+        T.StructField("offset", T.LongType(), False),
+        T.StructField("timestamp", T.TimestampType(), True),
+        T.StructField("key_schema_id", T.IntegerType(), True),
+        T.StructField("value_schema_id", T.IntegerType(), True),
+    ])
+
+
+def row_schema(key: T.DataType, value: T.DataType) -> T.StructType:
+    return T.StructType([T.StructField("kafka", kafka_struct(), False),
+                         T.StructField("key", key, True), T.StructField("value", value, True)])
+
+
+def check_envelope(schema: T.StructType, table: str) -> None:
+    """Refuse a table whose rows are not keyed by Kafka coordinates (zync refuses such a pool)."""
+    first = schema.fields[0] if schema.fields else None
+    names = set(first.dataType.names) if first is not None and first.name == "kafka" and isinstance(
+        first.dataType, T.StructType) else set()
+    missing = [f for f in ENVELOPE_FIELDS if f not in names]
+    missing += [c for c in ("key", "value") if c not in schema.names]
+    if missing:
+        raise ZyncError(
+            f"table {table} is not a zync raw table: it needs a first column `kafka` struct<topic, partition, "
+            f"offset, ...> and columns `key` and `value` (missing: {', '.join(missing)}). "
+            "Ingest into a new table (--table NAME), or drop this one."
+        )
+
+
+@dataclass
+class ResumeState:
+    """What a restart needs, read from one table version."""
+
+    offsets: dict[int, int]  # partition -> next offset
+    txn_version: int  # the last idempotent-write version of TXN_APP_ID (-1: none yet)
+    key_type: T.DataType
+    value_type: T.DataType
+    key_schema_id: int | None = None  # the writer schemas of the last row (for error messages)
+    value_schema_id: int | None = None
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class RawTable:
+    """A raw table by catalog name (`db`.`table`) or by location (a Delta path, no catalog entry)."""
+
+    def __init__(self, spark, name: str | None = None, location: str | None = None):
+        if (name is None) == (location is None):
+            raise ValueError("a raw table has a name or a location")
+        self.spark = spark
+        self.name = name
+        self.location = location
+        self.run_id = uuid.uuid4().hex
+        self._txn_version = -1
+        self._exists = False
+        self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
+
+    @property
+    def label(self) -> str:
+        return self.name if self.name else f"delta.`{self.location}`"
+
+    @property
+    def sql_name(self) -> str:
+        if self.name:
+            return ".".join(_quote(p) for p in self.name.split("."))
+        return f"delta.{_quote(self.location)}"
+
+    def _path(self) -> str:
+        if self.location:
+            return self.location
+        return self.spark.sql(f"describe detail {self.sql_name}").first()["location"]
+
+    def exists(self) -> bool:
+        if not self._exists:
+            if self.name:
+                self._exists = bool(self.spark.catalog.tableExists(self.name))
+            else:
+                jvm = self.spark._jvm
+                self._exists = bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(
+                    self.spark._jsparkSession, self.location))
+        return self._exists
+
+    def schema(self) -> T.StructType:
+        return self.spark.table(self.sql_name).schema
+
+    def create(self, key: T.DataType, value: T.DataType) -> None:
+        """An empty table with the envelope first; a concurrent creator is harmless (same schema)."""
+        self.create_with(row_schema(key, value))
+
+    def create_with(self, schema: T.StructType) -> None:
+        empty = self.spark.createDataFrame([], schema)
+        if self.name:
+            self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
+        try:
+            if self.name:
+                empty.write.format("delta").mode("append").saveAsTable(self.name)
+            else:
+                empty.write.format("delta").mode("append").save(self.location)
+        except Exception:  # noqa: BLE001 - a concurrent creator won; its table is checked on use
+            self._exists = False
+            if not self.exists():
+                raise
+        self._exists = True
+
+    # --- resume point -------------------------------------------------------
+
+    def _log(self):
+        jvm = self.spark._jvm
+        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, self._path())
+
+    def _snapshot(self):
+        empty = self.spark._jvm.scala.Option.empty()
+        return self._log().update(False, empty, empty)
+
+    @staticmethod
+    def _txn_of(snapshot) -> int:
+        found = snapshot.transactions().get(TXN_APP_ID)
+        return int(found.get()) if found.isDefined() else -1
+
+    def resume(self, topic: str) -> ResumeState:
+        """Next offsets, txn version and column types, all from one table version."""
+        schema = self.schema()
+        check_envelope(schema, self.label)
+        snapshot = self._snapshot()
+        self._txn_version = self._txn_of(snapshot)
+        rows = self.spark.sql(
+            f"select kafka.partition as p, max(kafka.offset) as o, "
+            f"max_by(kafka.key_schema_id, kafka.offset) as k, max_by(kafka.value_schema_id, kafka.offset) as v "
+            f"from {self.sql_name} version as of {int(snapshot.version())} "
+            f"where kafka.topic = :topic group by kafka.partition",
+            args={"topic": topic},
+        ).collect()
+        last_key = next((r["k"] for r in rows if r["k"] is not None), None)
+        last_value = next((r["v"] for r in rows if r["v"] is not None), None)
+        return ResumeState({r["p"]: r["o"] + 1 for r in rows}, self._txn_version,
+                           schema["key"].dataType, schema["value"].dataType, last_key, last_value)
+
+    # --- evolution ----------------------------------------------------------
+
+    def evolve(self, changes: list[Change], key: T.DataType, value: T.DataType) -> None:
+        """Take the table to the merged key/value types: DDL for new or optional fields, a rewrite to widen."""
+        if any(c.kind == "widen" for c in changes):
+            # Delta 3.3 cannot widen int -> bigint in place (type widening does
+            # byte/short -> int only), so the rows are rewritten in one commit.
+            from ingest.evolution import conform
+            from pyspark.sql import functions as F
+
+            current = self.schema()
+            frame = self.spark.table(self.sql_name)
+            frame = frame.select(
+                F.col("kafka"),
+                conform(F.col("key"), current["key"].dataType, key).alias("key"),
+                conform(F.col("value"), current["value"].dataType, value).alias("value"),
+                *[F.col(c) for c in current.names if c not in ("kafka", "key", "value")],
+            )
+            writer = frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            if self.name:
+                writer.saveAsTable(self.name)
+            else:
+                writer.save(self.location)
+            return
+        for change in changes:
+            path = ".".join(_quote(p) for p in change.path)
+            if change.kind == "nullable":
+                self.spark.sql(f"alter table {self.sql_name} alter column {path} drop not null")
+        # Added fields arrive with the append (mergeSchema), in the same commit as their first rows.
+
+    # --- the one-commit append ---------------------------------------------
+
+    def append(self, frame, where: str) -> None:
+        """Append one batch as one idempotent Delta commit, or fail if another ingest wrote meanwhile."""
+        started = time.monotonic()
+        snapshot = self._snapshot()
+        current = self._txn_of(snapshot)
+        if current != self._txn_version:
+            raise self._conflict(where, f"its commit {current} is newer than this ingest's {self._txn_version}")
+        version = current + 1
+        marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
+        self.check_seconds = time.monotonic() - started
+        writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
+                  .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
+        try:
+            if self.name:
+                writer.saveAsTable(self.name)
+            else:
+                writer.save(self.location)
+        except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
+            if "ConcurrentTransactionException" in str(e) or "DELTA_CONCURRENT_TRANSACTION" in str(e):
+                raise self._conflict(where, "it committed the same batch number first") from None
+            raise
+        self._exists = True
+        started = time.monotonic()
+        if not self._committed(snapshot.version(), marker):
+            raise self._conflict(where, f"it committed batch number {version} first; this one was skipped")
+        self.check_seconds += time.monotonic() - started
+        self._txn_version = version
+
+    def _committed(self, before: int, marker: str) -> bool:
+        """Whether a commit after version `before` carries this ingest's marker (Delta skips a stale txn)."""
+        changes = self._log().getChanges(int(before) + 1, False)
+        while changes.hasNext():
+            actions = changes.next()._2()
+            for i in range(actions.size()):
+                action = actions.apply(i)
+                if action.getClass().getSimpleName() == "CommitInfo":
+                    meta = action.userMetadata()
+                    if meta.isDefined() and meta.get() == marker:
+                        return True
+        return False
+
+    def _conflict(self, where: str, detail: str) -> ConcurrentIngestError:
+        return ConcurrentIngestError(
+            f"another ingest is writing table {self.label} ({detail}); this one stopped before committing "
+            f"{where}, so nothing is duplicated. Run one `zync from-kafka` per table; once the other stops, "
+            "run this again: it resumes from the table's offsets."
+        )

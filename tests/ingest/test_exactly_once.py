@@ -1,0 +1,98 @@
+"""Exactly once under kill -9 and under a second ingest of the same table, with real processes.
+
+The subprocesses have their own state folders (the test session's SparkSession
+holds its Derby metastore) and share this session's Kafka and registry; the
+table is a Delta path (--location) read here by path.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+
+from tests.ingest.conftest import ZyncProcess, unique
+from tests.ingest.schemas import KEY, ROW_V1, envelope, event
+
+
+def _events(start: int, n: int):
+    return [({"id": i}, event("c", {"id": i, "name": f"n{i}", "qty": i})) for i in range(start, start + n)]
+
+
+def _offsets(spark, location: str) -> Counter:
+    rows = spark.sql(f"select kafka.partition as p, kafka.offset as o from delta.`{location}`").collect()
+    return Counter((r.p, r.o) for r in rows)
+
+
+def _commits(location: str) -> int:
+    log = os.path.join(location, "_delta_log")
+    return len([f for f in os.listdir(log) if f.endswith(".json")]) if os.path.isdir(log) else 0
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_kill_9_mid_run_then_restart_loses_and_duplicates_nothing(producer, spark, tmp_path):
+    topic = producer.topic(unique("kill"), partitions=2)
+    total = 3000
+    for p in range(2):
+        producer.send(topic, KEY, envelope(ROW_V1), _events(p * total, total // 2), partition=p)
+    location = str(tmp_path / "table")
+    args = ["from-kafka", "--topic", topic, "--location", location, "--batch-size", "200", "--exit-after", "3s"]
+    first = ZyncProcess(args, tmp_path / "state-1")
+    try:
+        # Killed once it has committed a few batches, while it is committing more.
+        _wait_for(lambda: _commits(location) >= 4 or first.poll() is not None, 300, "the first commits")
+        assert first.poll() is None, first.stderr()[-2000:]
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(30)
+    finally:
+        first.stop()
+    partial = _offsets(spark, location)
+    assert 0 < sum(partial.values()) < total, "the kill came too late to test anything"
+    assert max(partial.values()) == 1
+
+    second = ZyncProcess(args, tmp_path / "state-2")
+    try:
+        assert second.wait(300) == 0, second.stderr()[-2000:]
+    finally:
+        second.stop()
+    assert '"event": "start"' in second.stderr() and '"resume_offsets": {}' not in second.stderr()
+    offsets = _offsets(spark, location)
+    assert offsets == Counter({(p, o): 1 for p in range(2) for o in range(total // 2)})
+
+
+def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, spark, tmp_path):
+    topic = producer.topic(unique("twice"))
+    producer.send(topic, KEY, envelope(ROW_V1), _events(0, 10))
+    location = str(tmp_path / "table")
+    # No --exit-after: each runs until it fails or is stopped here.
+    args = ["from-kafka", "--topic", topic, "--location", location, "--batch-size", "50", "--max-interval", "200ms"]
+    one = ZyncProcess(args, tmp_path / "state-1")
+    two = None
+    try:
+        _wait_for(lambda: _commits(location) >= 2 or one.poll() is not None, 300, "the first ingest's commit")
+        two = ZyncProcess(args, tmp_path / "state-2")
+        _wait_for(lambda: two.poll() is not None or '"event": "start"' in two.stderr(), 300,
+                  "the second ingest's start")
+        time.sleep(2)  # both caught up: from here on both read every new message
+        for start in range(10, 400, 30):
+            producer.send(topic, KEY, envelope(ROW_V1), _events(start, 30))
+        _wait_for(lambda: one.poll() is not None or two.poll() is not None, 300, "one ingest to stop")
+        loser, winner = (one, two) if one.poll() is not None else (two, one)
+        _wait_for(lambda: sum(_offsets(spark, location).values()) >= 400 or winner.poll() is not None, 300,
+                  "the other ingest to commit everything")
+        assert winner.poll() is None, winner.stderr()[-3000:]
+    finally:
+        for p in (one, two):
+            if p is not None:
+                p.stop()
+    assert loser.poll() == 1, loser.stderr()[-3000:]
+    assert "another ingest is writing table" in loser.stderr()
+    assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(400)})
