@@ -14,6 +14,7 @@ batch size, not the table.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,27 +203,36 @@ class Egress:
         encoded = self._encoded(rows, groups)
         check = DeliveryCheck(self.topic, pending.start)
         producer = kafka_client.producer(self.target, on_delivery=check)
+        ranges = [(lo, min(lo + self.batch_size, pending.end)) for lo in range(pending.start, pending.end, self.batch_size)]
+
+        def fetch(lo: int, hi: int) -> tuple[list, list]:
+            if lo == pending.start and lo > 0:
+                # The last published row comes along, to check the topic's last record.
+                keys, values = self._fetch(encoded, lo - 1, hi)
+                self._check_last_published(lo - 1, keys[0], values[0])
+                return keys[1:], values[1:]
+            return self._fetch(encoded, lo, hi)
+
         count = 0
-        try:
-            for lo in range(pending.start, pending.end, self.batch_size):
-                hi = min(lo + self.batch_size, pending.end)
-                if lo == pending.start and lo > 0:
-                    # The last published row comes along, to check the topic's last record.
-                    keys, values = self._fetch(encoded, lo - 1, hi)
-                    self._check_last_published(lo - 1, keys[0], values[0])
-                    keys, values = keys[1:], values[1:]
-                else:
-                    keys, values = self._fetch(encoded, lo, hi)
+        # Spark encodes the next batch while this thread produces the current one.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zync-egress-fetch") as prefetch:
+            upcoming = prefetch.submit(fetch, *ranges[0])
+            try:
+                for i, (lo, hi) in enumerate(ranges):
+                    keys, values = upcoming.result()
+                    if i + 1 < len(ranges):
+                        upcoming = prefetch.submit(fetch, *ranges[i + 1])
 
-                def shown(i: int, base: int = published + count) -> None:
-                    progress.update(base + i, f"-> {self.topic}@{lo + i}, {pending.end - lo - i:,} to go")
+                    def shown(n: int, base: int = published + count, lo: int = lo) -> None:
+                        progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")
 
-                queued = produce_batch(producer, self.topic, keys, values, check, shown)
-                count += queued
-                if check.failed or self._stop.is_set():
-                    break
-        finally:
-            remaining = producer.flush(60)
+                    count += produce_batch(producer, self.topic, keys, values, check, shown)
+                    del keys, values
+                    if check.failed or self._stop.is_set():
+                        break
+            finally:
+                upcoming.cancel()
+                remaining = producer.flush(60)
         check.raise_if_failed()
         if remaining:
             raise ZyncError(f"{remaining} records to {self.topic} were still unconfirmed after 60s; "

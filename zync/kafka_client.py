@@ -68,6 +68,7 @@ def _metadata(target: Target, topic: str | None):
         try:
             return client.list_topics(topic=topic, timeout=1.0)
         except KafkaException as e:
+            client.poll(0)  # serves error_cb, where authentication and TLS failures arrive
             _raise_connect_error(target, errors)
             if time.monotonic() >= deadline:
                 raise ZyncError(f"cannot reach {_where(target)}: {e.args[0].str() if e.args else e}; "

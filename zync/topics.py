@@ -155,7 +155,8 @@ def ls(target: Target) -> Iterator[str]:
             yield f"{subject}\tversion {version}\tid {registered.schema_id}"
 
 
-def write_lines(lines: Iterable[str], out: TextIO = sys.stdout) -> int:
+def write_lines(lines: Iterable[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up now: tests and callers may have replaced it
     n = 0
     for line in lines:
         out.write(line + "\n")

@@ -21,6 +21,10 @@ KEY = "struct<id:bigint>"
 VALUE = "struct<id:bigint,name:string,amount:double>"
 
 
+def _high(target, topic) -> int:
+    return kafka_client.high_water_marks(target, topic)[0] if kafka_client.topic_exists(target, topic) else 0
+
+
 def _values(target, topic):
     return [(r["kafka"]["offset"], r["key"], r["value"]) for r in published(target, topic)]
 
@@ -107,7 +111,6 @@ def test_a_writer_during_egress_is_caught_by_the_delivered_offsets(target, spark
 def test_successive_shapes_pass_a_backward_compatibility_rule(target, spark):
     topic, table = "egress_Compat", "egress_compat"
     registry = Registry(target.schema_registry)
-    registry.client.register_schema  # the subjects do not exist yet; set their rule first
     for subject in (f"{topic}-value", f"{topic}-key"):
         registry.client.set_compatibility(subject_name=subject, level="BACKWARD")
     shapes = [["id", "name", "amount"], ["id"], ["id", "amount"], ["id", "name", "amount"], ["name"]]
@@ -117,6 +120,11 @@ def test_successive_shapes_pass_a_backward_compatibility_rule(target, spark):
     assert registry.client.get_compatibility(f"{topic}-value") == "BACKWARD"
     assert len(registry.client.get_versions(f"{topic}-value")) == 4
     assert [sorted(v) for _, _, v in _values(target, topic)] == [sorted(f) for f in shapes]
+    # The rule is enforced: a shape with a required field (no default) is refused.
+    required = {"type": "record", "name": "egress_Compat_value", "namespace": "zync",
+                "fields": [{"name": "id", "type": "long"}, {"name": "extra", "type": "string"}]}
+    with pytest.raises(ZyncError, match="refused a new schema"):
+        registry.register(f"{topic}-value", required)
 
 
 def test_timestamps_are_instants_whatever_the_time_zones(target, spark):
@@ -154,17 +162,17 @@ def test_follow_publishes_new_commits_until_stopped(target, spark, monkeypatch):
     follower = threading.Thread(target=lambda: result.append(egress.run(follow=True)))
     follower.start()
     try:
-        deadline = time.monotonic() + 30
-        while kafka_client.high_water_marks(target, topic)[0] < 1 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 180
+        while _high(target, topic) < 1 and time.monotonic() < deadline:
             time.sleep(0.1)
         write_output_table(spark, table, KEY, VALUE, out_rows(topic, 1, [
             ({"id": 1}, {"id": 1, "name": "b", "amount": 1.0}, None),
             ({"id": 2}, {"id": 2, "name": "c", "amount": 2.0}, ["id"])]), run_id="r2")
-        while kafka_client.high_water_marks(target, topic)[0] < 3 and time.monotonic() < deadline:
+        while _high(target, topic) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
     finally:
         egress.stop()
-        follower.join(timeout=30)
+        follower.join(timeout=180)
     assert not follower.is_alive()
     assert result == [3]
     assert [v for _, _, v in _values(target, topic)] == [

@@ -66,7 +66,7 @@ def test_a_wrong_password_fails_fast_and_is_never_printed(target, monkeypatch, c
     try:
         assert cli.main(["consume", "--target", "local-sasl", "--topic", "security_any", "--exit-after", "1s"]) == 1
         err = capsys.readouterr().err
-        assert "Authentication failed" in err or "SASL authentication error" in err
+        assert "authentication" in err.lower() and "local-sasl" in err
         assert WRONG_PASSWORD not in err
         assert WRONG_PASSWORD not in repr(load_target("local-sasl"))
     finally:
