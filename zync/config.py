@@ -96,9 +96,16 @@ FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", 
              "ssl.crl.location", "sasl.kerberos.keytab")
 
 
+def _hide_userinfo(value: Any) -> Any:
+    if isinstance(value, str) and "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = value.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return value
+
+
 def redacted(settings: dict[str, Any]) -> dict[str, Any]:
-    """The settings with every secret replaced, for showing."""
-    return {k: ("***" if k in SECRET_KEYS else v) for k, v in settings.items()}
+    """The settings with every secret replaced (and any user:password@ in a URL), for showing."""
+    return {k: ("***" if k in SECRET_KEYS else _hide_userinfo(v)) for k, v in settings.items()}
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,9 @@ def listener_properties(kafka_folder: Path, sasl_port: int, tls_port: int) -> li
     folder = security_dir(kafka_folder)
     password = sasl_password(kafka_folder)
     return [
-        f"ssl.keystore.type=PEM",
+        "ssl.keystore.type=PEM",
         f"ssl.keystore.location={folder / 'broker-keystore.pem'}",
-        f"ssl.truststore.type=PEM",
+        "ssl.truststore.type=PEM",
         f"ssl.truststore.location={folder / 'ca.pem'}",
         "listener.name.ssl.ssl.client.auth=required",
         "listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN",
