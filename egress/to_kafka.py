@@ -5,46 +5,66 @@ kafka.offset >= it, in order, with an idempotent producer and no transactions
 (their markers would take offsets). Every delivery report must carry the
 row's own offset; anything else means another writer, and egress stops.
 A restart resumes exactly where Kafka stands.
+
+The rows are read in offset ranges of `batch_size`; each range is encoded in
+the JVM (egress.encode) and pulled to Python as Arrow, so memory follows the
+batch size, not the table.
 """
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from zync import kafka_client
-from zync.avro_types import avro_schema_for_struct, row_to_datum
 from zync.config import Target
 from zync.errors import ZyncError
 from zync.progress import Progress
 from zync.spark import spark_session
 from zync.tables import check_envelope, qualified
-from zync.wire import Registry, WriterSchema, encode
+from zync.wire import DecodeError, Registry
 
+from egress.delivery import DeliveryCheck, OffsetMismatchError, produce_batch
+from egress.encode import key_column, value_column
+from egress.schemas import TopicSchemas
+from egress.shaper import apply_shaper
+
+__all__ = ["Egress", "OffsetMismatchError"]
+
+DEFAULT_BATCH_SIZE = 100_000
 FOLLOW_POLL_S = 2.0
 
 
-class OffsetMismatchError(ZyncError):
-    """Kafka assigned an offset other than the row's: another process writes to the topic."""
+@dataclass(frozen=True)
+class Pending:
+    """What one pass publishes: output offsets [start, end) of the topic."""
+
+    start: int
+    end: int
 
 
 class Egress:
-    def __init__(self, target: Target, table: str, topic: str | None = None, shaper: Path | None = None):
+    def __init__(self, target: Target, table: str, topic: str | None = None, shaper: Path | None = None,
+                 batch_size: int = DEFAULT_BATCH_SIZE):
+        if batch_size < 1:
+            raise ZyncError(f"--batch-size must be at least 1, not {batch_size}")
         self.target = target
         self.table = qualified(target, table)
+        self.batch_size = batch_size
         self.spark = spark_session(target)
         if not self.spark.catalog.tableExists(self.table.replace("`", "")):
             raise ZyncError(f"table {self.table} does not exist: run `dbt run` (or check --table)")
         check_envelope(self.spark, self.table)
         self.topic = topic or self._only_topic()
         self.shaper_sql = shaper.read_text() if shaper else None
-        self.registry = Registry(target.schema_registry)
-        self._writers: dict[tuple[str, tuple[str, ...] | None], tuple[WriterSchema, Any]] = {}
+        self.shaper_name = str(shaper) if shaper else None
+        self.schemas = TopicSchemas(Registry(target.schema_registry), self.topic)
+        self._stop = threading.Event()
 
-    @property
-    def _has_kind(self) -> bool:
-        return "kind" in self.spark.table(self.table.replace("`", "")).columns
+    # --- reading the table ------------------------------------------------
 
     def _out_rows(self):
         frame = self.spark.table(self.table.replace("`", ""))
@@ -60,81 +80,181 @@ class Egress:
             raise ZyncError(f"table {self.table} has no out rows yet, so no topic: give --topic")
         return topics[0]
 
-    def _writer(self, part: str, struct, fields: tuple[str, ...] | None) -> tuple[WriterSchema, Any]:
-        cache_key = (part, fields)
-        cached = self._writers.get(cache_key)
-        if cached is None:
-            safe = "".join(c if c.isalnum() else "_" for c in self.topic)
-            only = list(fields) if fields is not None else None
-            schema = avro_schema_for_struct(struct, name=f"{safe}_{part}", namespace="zync", only_fields=only)
-            writer = self.registry.register(f"{self.topic}-{part}", schema)
-            cached = self._writers[cache_key] = (writer, row_to_datum(struct, only_fields=only))
-        return cached
+    def _rows_from(self, start: int):
+        from pyspark.sql import functions as F
 
-    def publish_once(self, progress: Progress, published: int) -> int:
+        rows = self._out_rows().where((F.col("kafka.topic") == self.topic) & (F.col("kafka.offset") >= start))
+        if self.shaper_sql:
+            rows = apply_shaper(self.spark, rows, self.shaper_sql, self.shaper_name)
+        return rows
+
+    # --- one pass -----------------------------------------------------------
+
+    def _plan(self, rows, high: int) -> tuple[Pending, list[tuple[list[str] | None, bool]]]:
+        """One job over the rows from high - 1: the offsets to publish and the field sets present."""
+        from pyspark.sql import functions as F
+
+        found = (rows.groupBy(F.col("fields") if "fields" in rows.columns else F.lit(None).alias("fields"),
+                              F.col("value").isNull().alias("tombstone"))
+                 .agg(F.max("kafka.offset").alias("last")).collect())
+        if not found:
+            if high == 0:
+                return Pending(0, 0), []
+            raise ZyncError(
+                f"topic {self.topic} holds {high} records but table {self.table} has no out row at offset "
+                f"{high - 1}: another writer produced to the topic, or the table was rebuilt. Egress never "
+                "rewrites a topic: publish to a new topic, or restore the table."
+            )
+        end = max(r["last"] for r in found) + 1
+        return Pending(high, end), [(r["fields"], r["tombstone"]) for r in found]
+
+    def _encoded(self, rows, groups: list[tuple[list[str] | None, bool]]):
+        """rows -> DataFrame(offset, topic, key bytes, value bytes), a schema registered per shape."""
+        from pyspark.sql import functions as F
+
+        types = {f.name: f.dataType for f in rows.schema.fields}
+        value_groups, shapes = [], {}
+        for fields, tombstone in groups:
+            if tombstone:
+                continue
+            shape = self.schemas.value(types["value"], tuple(fields) if fields is not None else None)
+            shapes[shape.fields] = shape
+            value_groups.append((list(fields) if fields is not None else None, shape.fields))
+        key_shape = None if types["key"].typeName() == "void" else self.schemas.key(types["key"])
+        return rows.select(F.col("kafka.offset").alias("offset"), F.col("kafka.topic").alias("topic"),
+                           key_column(rows, key_shape).alias("k"),
+                           value_column(rows, shapes, value_groups).alias("v"))
+
+    def _check_last_published(self, offset: int, key: bytes | None, value: bytes | None) -> None:
+        """The topic's last record must be the table's row at that offset, or someone else wrote it."""
+        from confluent_kafka import TopicPartition
+
+        consumer = kafka_client.consumer(self.target, group="zync-egress-check")
+        try:
+            consumer.assign([TopicPartition(self.topic, 0, offset)])
+            msg = None
+            deadline = time.monotonic() + kafka_client.METADATA_TIMEOUT_S
+            while msg is None and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is not None and msg.error():
+                    raise ZyncError(f"reading {self.topic}@{offset}: {msg.error()}")
+        finally:
+            consumer.close()
+        if msg is None:
+            raise ZyncError(f"cannot read {self.topic}@{offset} to check it (timed out)")
+        registry = self.schemas.registry
+        where = f"{self.topic}@{offset}"
+        try:
+            theirs = (registry.decode(msg.key(), where)[1], registry.decode(msg.value(), where)[1])
+        except DecodeError:
+            theirs = ("<not Avro in the wire format>", None)
+        ours = (registry.decode(key, where)[1], registry.decode(value, where)[1])
+        if theirs != ours:
+            raise OffsetMismatchError(
+                f"{self.topic}: the record at offset {offset} is not the table's out row {offset}: another process "
+                "is writing to this topic. Stop it (one `zync to-kafka` per topic, and nothing else may produce "
+                "to an output topic); the topic must then be rebuilt from the table (a new topic)."
+            )
+
+    def _fetch(self, encoded, lo: int, hi: int):
+        """Offsets [lo, hi) as Arrow columns, in offset order, checked to be exactly that range."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark.sql import functions as F
+
+        # A private PySpark 3.5 API (DataFrame.toArrow is public from 4.0): Arrow
+        # batches straight from the JVM, in partition order.
+        batches = encoded.where((F.col("offset") >= lo) & (F.col("offset") < hi))._collect_as_arrow()
+        table = pa.Table.from_batches(batches) if batches else None
+        n = 0 if table is None else table.num_rows
+        if table is not None:
+            table = table.sort_by("offset")
+            offsets = table.column("offset")
+            bad_topic = pc.any(pc.not_equal(table.column("topic"), self.topic)).as_py()
+            if bad_topic:
+                raise ZyncError(self._shaper_blame("changed kafka.topic"))
+            first, last = offsets[0].as_py(), offsets[-1].as_py()
+            unique = pc.count_distinct(offsets).as_py()
+        if n != hi - lo or first != lo or last != hi - 1 or unique != n:
+            raise ZyncError(
+                f"table {self.table} does not hold exactly one out row per offset {lo}..{hi - 1} of "
+                f"{self.topic} (found {n} rows). Output offsets must be contiguous from 0: "
+                + ("the shaper must keep every row and its kafka fields" if self.shaper_sql
+                   else "the table is damaged, or was written by something other than the ETL")
+            )
+        return table.column("k").to_pylist(), table.column("v").to_pylist()
+
+    def _shaper_blame(self, what: str) -> str:
+        return (f"the shaper {self.shaper_name} {what}: egress needs each row's kafka fields as the table "
+                "has them (they are the output offsets)")
+
+    def publish_once(self, progress: Progress, published: int = 0) -> int:
         """Produce every out row at or past the topic's high-water mark; return how many."""
         kafka_client.ensure_topic(self.target, self.topic)
-        high = kafka_client.high_water_marks(self.target, self.topic).get(0, 0)
-        out_only = "kind = 'out' and " if self._has_kind else ""
-        frame = self.spark.sql(
-            f"select * from {self.table} where {out_only}kafka.topic = :topic and kafka.offset >= :high "
-            "order by kafka.offset",
-            args={"topic": self.topic, "high": high},
-        )
-        if self.shaper_sql:
-            frame.createOrReplaceTempView("batch")
-            frame = self.spark.sql(self.shaper_sql)
-        schema = {f.name: f.dataType for f in frame.schema.fields}
-        has_fields = "fields" in schema
-        producer = kafka_client.producer(self.target)
-        mismatches: list[str] = []
-        failures: list[str] = []
+        parts = kafka_client.partitions(self.target, self.topic)
+        if parts != [0]:
+            raise ZyncError(f"output topic {self.topic} has partitions {parts}: zync's output offsets align "
+                            "with a single-partition topic; publish to a topic with one partition")
+        high = kafka_client.high_water_marks(self.target, self.topic)[0]
+        rows = self._rows_from(max(high - 1, 0))
+        pending, groups = self._plan(rows, high)
+        if pending.end <= pending.start:
+            return 0
+        encoded = self._encoded(rows, groups)
+        check = DeliveryCheck(self.topic, pending.start)
+        producer = kafka_client.producer(self.target, on_delivery=check)
+        ranges = [(lo, min(lo + self.batch_size, pending.end)) for lo in range(pending.start, pending.end, self.batch_size)]
 
-        def on_delivery(err, msg, expected: int) -> None:
-            if err is not None:
-                failures.append(str(err))
-            elif msg.offset() != expected:
-                mismatches.append(f"row offset {expected} was written at Kafka offset {msg.offset()}")
+        def fetch(lo: int, hi: int) -> tuple[list, list]:
+            if lo == pending.start and lo > 0:
+                # The last published row comes along, to check the topic's last record.
+                keys, values = self._fetch(encoded, lo - 1, hi)
+                self._check_last_published(lo - 1, keys[0], values[0])
+                return keys[1:], values[1:]
+            return self._fetch(encoded, lo, hi)
 
-        expected, count = high, 0
-        for row in frame.toLocalIterator(prefetchPartitions=True):
-            offset = row["kafka"]["offset"]
-            if offset != expected:
-                raise ZyncError(
-                    f"table {self.table} has no out row at offset {expected} of {self.topic} (next is {offset}): "
-                    "the output offsets must be contiguous; the table is damaged or another writer touched the topic"
-                )
-            key_bytes = value_bytes = None
-            if row["key"] is not None:
-                writer, to_datum = self._writer("key", schema["key"], None)
-                key_bytes = encode(writer, to_datum(row["key"]))
-            if row["value"] is not None:
-                fields = tuple(row["fields"]) if has_fields and row["fields"] is not None else None
-                writer, to_datum = self._writer("value", schema["value"], fields)
-                value_bytes = encode(writer, to_datum(row["value"]))
-            producer.produce(self.topic, key=key_bytes, value=value_bytes, partition=0,
-                             on_delivery=lambda err, msg, e=expected: on_delivery(err, msg, e))
-            producer.poll(0)
-            if mismatches:
-                break
-            expected += 1
-            count += 1
-            progress.update(published + count, f"-> {self.topic}@{expected}")
-        producer.flush()
-        if mismatches:
-            raise OffsetMismatchError(
-                f"{self.topic}: {mismatches[0]}. Another process is writing to this topic; stop it "
-                f"(only one `zync to-kafka` per topic), then run again: egress resumes at the topic's high-water mark."
-            )
-        if failures:
-            raise ZyncError(f"{len(failures)} records were not delivered to {self.topic}: {failures[0]}")
+        count = 0
+        # Spark encodes the next batch while this thread produces the current one.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zync-egress-fetch") as prefetch:
+            upcoming = prefetch.submit(fetch, *ranges[0])
+            try:
+                for i, (lo, hi) in enumerate(ranges):
+                    keys, values = upcoming.result()
+                    if i + 1 < len(ranges):
+                        upcoming = prefetch.submit(fetch, *ranges[i + 1])
+
+                    def shown(n: int, base: int = published + count, lo: int = lo) -> None:
+                        progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")
+
+                    count += produce_batch(producer, self.topic, keys, values, check, shown)
+                    del keys, values
+                    if check.failed or self._stop.is_set():
+                        break
+            finally:
+                upcoming.cancel()
+                remaining = producer.flush(60)
+        check.raise_if_failed()
+        if remaining:
+            raise ZyncError(f"{remaining} records to {self.topic} were still unconfirmed after 60s; "
+                            "run again: egress resumes at the topic's high-water mark")
+        progress.update(published + count, f"-> {self.topic}@{pending.start + count}")
         return count
+
+    def _table_version(self) -> int:
+        return int(self.spark.sql(f"describe history {self.table} limit 1").first()["version"])
+
+    def stop(self) -> None:
+        """Ask a running (or following) egress to stop after the batch in flight."""
+        self._stop.set()
 
     def run(self, follow: bool = False) -> int:
         progress = Progress("to-kafka")
+        version = self._table_version() if follow else None
         published = self.publish_once(progress, 0)
-        while follow:
-            time.sleep(FOLLOW_POLL_S)
-            published += self.publish_once(progress, published)
+        while follow and not self._stop.wait(FOLLOW_POLL_S):
+            latest = self._table_version()
+            if latest != version:
+                version = latest
+                published += self.publish_once(progress, published)
         progress.finish(f"{published:,} records from {self.table} to {self.topic}")
         return published

@@ -248,6 +248,11 @@ def _nullable(schema: Any) -> Any:
     return schema if schema == "null" else ["null", schema]
 
 
+def spark_to_avro(t: T.DataType, name: str, namespace: str | None = None) -> Any:
+    """The Avro schema for a Spark type (records get every field optional, default null)."""
+    return _avro(t, name, namespace)
+
+
 def avro_schema_for_struct(struct: T.StructType, name: str, namespace: str | None = None,
                            only_fields: list[str] | None = None) -> dict:
     """A record schema for a Spark struct; every field optional (default null) so successive
@@ -272,9 +277,13 @@ def _to_datum(t: T.DataType) -> Callable[[Any], Any] | None:
         inner = _to_datum(t.valueType)
         return None if inner is None else (lambda v: None if v is None else {k: inner(x) for k, x in v.items()})
     if isinstance(t, T.TimestampType):
-        # Spark hands back naive local datetimes for TIMESTAMP; with the session
-        # time zone at UTC (profiles), they are UTC instants.
-        return lambda v: v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
+        # PySpark hands back TIMESTAMP values as naive datetimes in this Python
+        # process's local time zone (whatever the session time zone is);
+        # astimezone() on a naive datetime reads it as local time, so the instant
+        # survives any TZ.
+        return lambda v: v.astimezone(dt.timezone.utc)
+    if isinstance(t, T.TimestampNTZType):
+        return None  # local-timestamp-micros: a wall-clock time, no zone to apply
     return None
 
 

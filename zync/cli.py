@@ -51,7 +51,8 @@ def cmd_produce(args: argparse.Namespace) -> None:
     else:
         with open(args.file) as f:
             records = topics.read_json_lines(f, args.file)
-    n = topics.produce(_target(args), args.topic, records, args.key_schema, args.value_schema)
+    n = topics.produce(_target(args), args.topic, records, args.key_schema, args.value_schema,
+                       partitions=args.partitions)
     print(f"produce: {n} records to {args.topic}", file=sys.stderr)
 
 
@@ -75,7 +76,8 @@ def cmd_from_kafka(args: argparse.Namespace) -> None:
 def cmd_to_kafka(args: argparse.Namespace) -> None:
     from egress.to_kafka import Egress
 
-    Egress(_target(args), args.table, topic=args.topic, shaper=args.shaper).run(follow=args.follow)
+    Egress(_target(args), args.table, topic=args.topic, shaper=args.shaper,
+           batch_size=args.batch_size).run(follow=args.follow)
 
 
 def cmd_etl_compile(args: argparse.Namespace) -> None:
@@ -119,6 +121,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", required=True, help="topic (created if missing)")
     p.add_argument("--key-schema", type=Path, help="Avro schema (.avsc) of the keys; inferred if omitted")
     p.add_argument("--value-schema", type=Path, help="Avro schema (.avsc) of the values; inferred if omitted")
+    p.add_argument("--partitions", type=int, default=1,
+                   help="partitions of the topic if produce creates it (default 1)")
     p.add_argument("file", metavar="FILE|-", help="JSON lines file, or - for standard input")
 
     p = verb("consume", cmd_consume, "print a topic's records as JSON lines, decoded with their writer schemas")
@@ -150,7 +154,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--table", required=True, help="output table (a dbt model, e.g. new_invoices)")
     p.add_argument("--topic", help="output topic (default: the one in the table)")
     p.add_argument("--shaper", type=Path, metavar="F.sql", help="Spark SQL SELECT over the view `batch`")
-    p.add_argument("--follow", action="store_true", help="keep running and publish new commits as they land")
+    p.add_argument("--follow", action="store_true",
+                   help="keep running and publish new commits as they land (stop with Ctrl-C)")
+    p.add_argument("--batch-size", type=int, default=100_000,
+                   help="rows encoded and pulled from Spark at a time; bounds memory (default 100000)")
 
     etl = verbs.add_parser("etl", help="compile transform YAML into dbt models",
                            description="compile transform YAML into dbt models")

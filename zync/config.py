@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -88,15 +88,38 @@ def default_target() -> str:
     return os.environ.get("ZYNC_TARGET", "local")
 
 
+# Settings holding secrets: never shown in a repr, a log line or an error message.
+SECRET_KEYS = ("sasl.password", "ssl.key.password", "ssl.keystore.password", "basic.auth.user.info",
+               "bearer.auth.token", "sasl.oauthbearer.client.secret")
+# librdkafka settings naming files: relative paths are read from the project root, like dbt's.
+FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
+             "ssl.crl.location", "sasl.kerberos.keytab")
+
+
+def _hide_userinfo(value: Any) -> Any:
+    if isinstance(value, str) and "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = value.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return value
+
+
+def redacted(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings with every secret replaced (and any user:password@ in a URL), for showing."""
+    return {k: ("***" if k in SECRET_KEYS else _hide_userinfo(v)) for k, v in settings.items()}
+
+
 @dataclass(frozen=True)
 class Target:
     """One dbt target: its dbt output block and its Kafka / registry settings."""
 
     name: str
-    dbt_output: dict[str, Any]
-    kafka: dict[str, Any]
-    schema_registry: dict[str, Any]
+    dbt_output: dict[str, Any] = field(repr=False)
+    kafka: dict[str, Any] = field(repr=False)
+    schema_registry: dict[str, Any] = field(repr=False)
 
+    def __repr__(self) -> str:
+        return (f"Target(name={self.name!r}, kafka={redacted(self.kafka)!r}, "
+                f"schema_registry={redacted(self.schema_registry)!r})")
     @property
     def schema(self) -> str:
         """The Spark database dbt builds models in; raw tables land there too."""
@@ -141,54 +164,91 @@ def _absolute_java_paths(options: str) -> str:
     return " ".join(parts)
 
 
-def _zync_home_settings() -> tuple[dict[str, Any], dict[str, Any]]:
-    """zync's own $HOME/.zync/kafka.json and schema_registry.json, in librdkafka terms."""
-    home = Path(os.environ.get("HOME", "~")).expanduser() / ".zync"
+# zync's $HOME/.zync/kafka.json keys -> librdkafka properties (zync's own README,
+# kafka.json and Connection Guide).
+_ZYNC_KAFKA_KEYS = {
+    "security_protocol": "security.protocol",
+    "sasl_mechanisms": "sasl.mechanism",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_username": "sasl.username",
+    "sasl_password": "sasl.password",
+    "tls_server_ca_cert_file": "ssl.ca.location",
+    "tls_client_cert_file": "ssl.certificate.location",
+    "tls_client_key_file": "ssl.key.location",
+}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ZyncError(f"{path}: not readable JSON ({e.__class__.__name__}); fix or remove it") from None
+    if not isinstance(data, dict):
+        raise ZyncError(f"{path}: expected a JSON object")
+    return data
+
+
+def zync_home_settings(home: Path | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """zync's own $HOME/.zync/kafka.json and schema_registry.json, in librdkafka / registry-client terms."""
+    folder = (home or Path(os.environ.get("HOME", "~")).expanduser()) / ".zync"
     kafka: dict[str, Any] = {}
     registry: dict[str, Any] = {}
-    kafka_file, registry_file = home / "kafka.json", home / "schema_registry.json"
+    kafka_file, registry_file = folder / "kafka.json", folder / "schema_registry.json"
     if kafka_file.is_file():
-        raw = json.loads(kafka_file.read_text())
-        servers = raw.get("bootstrap_servers") or raw.get("BootstrapServers") or []
+        raw = _read_json(kafka_file)
+        servers = raw.get("bootstrap_servers") or []
         kafka["bootstrap.servers"] = ",".join(servers) if isinstance(servers, list) else servers
-        for ours, theirs in (
-            ("security.protocol", "security_protocol"),
-            ("sasl.mechanism", "sasl_mechanism"),
-            ("sasl.username", "sasl_username"),
-            ("sasl.password", "sasl_password"),
-        ):
+        for theirs, ours in _ZYNC_KAFKA_KEYS.items():
             if raw.get(theirs):
                 kafka[ours] = raw[theirs]
+        if kafka.get("security.protocol", "PLAINTEXT").upper() in ("PLAINTEXT", "SSL"):
+            # zync's sample files name a SASL mechanism even without SASL; librdkafka would refuse it.
+            kafka.pop("sasl.mechanism", None)
     if registry_file.is_file():
-        raw = json.loads(registry_file.read_text())
-        registry["url"] = raw.get("url") or raw.get("URL")
-        user, password = raw.get("user"), raw.get("password")
-        if user:
-            registry["basic.auth.user.info"] = f"{user}:{password or ''}"
+        raw = _read_json(registry_file)
+        if raw.get("url"):
+            registry["url"] = raw["url"]
+        if raw.get("user"):
+            registry["basic.auth.user.info"] = f"{raw['user']}:{raw.get('password') or ''}"
     return kafka, registry
+
+
+def _resolve_files(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: (str(project_path(v)) if k in FILE_KEYS and isinstance(v, str) and v else v)
+            for k, v in settings.items()}
 
 
 @cache
 def load_target(name: str | None = None) -> Target:
-    """Read the named target (default: $ZYNC_TARGET or 'local') from profiles/."""
+    """Read the named target (default: $ZYNC_TARGET or 'local') from profiles/.
+
+    A target is a dbt output in profiles.yml with a Kafka / registry entry of the
+    same name in zync.yml; a zync.yml entry may instead name the dbt output it
+    runs Spark with (`dbt_target: local`), for extra connection targets. A
+    missing `kafka` or `schema_registry` section falls back to zync's
+    $HOME/.zync files.
+    """
     name = name or default_target()
     profiles = render_yaml_file(project_dir() / "profiles" / "profiles.yml")
     outputs = (profiles or {}).get(DBT_PROFILE_NAME, {}).get("outputs", {})
-    if name not in outputs:
-        raise ZyncError(
-            f"target {name!r} is not in profiles/profiles.yml (targets there: {', '.join(outputs) or 'none'})"
-        )
     connections = render_yaml_file(project_dir() / "profiles" / "zync.yml") or {}
     entry = connections.get(name) or {}
+    dbt_name = entry.get("dbt_target", name)
+    if dbt_name not in outputs:
+        known = sorted(set(outputs) | {k for k, v in connections.items() if isinstance(v, dict) and "dbt_target" in v})
+        raise ZyncError(f"target {name!r} is not in profiles/profiles.yml or profiles/zync.yml "
+                        f"(targets: {', '.join(known) or 'none'})")
     kafka, registry = dict(entry.get("kafka") or {}), dict(entry.get("schema_registry") or {})
     if not kafka or not registry:
-        home_kafka, home_registry = _zync_home_settings()
+        home_kafka, home_registry = zync_home_settings()
         kafka = kafka or home_kafka
         registry = registry or home_registry
-    if not kafka.get("bootstrap.servers"):
-        raise ZyncError(f"no Kafka settings for target {name!r}: add them to profiles/zync.yml")
-    if not registry.get("url"):
-        raise ZyncError(f"no schema registry settings for target {name!r}: add them to profiles/zync.yml")
     where = f"profiles/ target {name!r}"
-    return Target(name=name, dbt_output=_check_set(dict(outputs[name]), where),
-                  kafka=_check_set(kafka, where), schema_registry=_check_set(registry, where))
+    if not kafka.get("bootstrap.servers"):
+        raise ZyncError(f"no Kafka settings for target {name!r}: add them to profiles/zync.yml "
+                        "or to $HOME/.zync/kafka.json")
+    if not registry.get("url"):
+        raise ZyncError(f"no schema registry URL for target {name!r}: add it to profiles/zync.yml "
+                        "or to $HOME/.zync/schema_registry.json")
+    return Target(name=name, dbt_output=_check_set(dict(outputs[dbt_name]), where),
+                  kafka=_resolve_files(_check_set(kafka, where)), schema_registry=_check_set(registry, where))

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import urlopen
 
+from zync import local_security
 from zync.config import Target, local_dir, state_dir
 from zync.errors import ZyncError
 
@@ -108,19 +109,33 @@ def registry_service(target: Target) -> Service:
     )
 
 
+def secured_ports(kafka_port: int) -> tuple[int, int]:
+    """The embedded broker's SASL_SSL and SSL (client certificate) ports: k+2, k+3 (k+1 is the controller)."""
+    return kafka_port + 2, kafka_port + 3
+
+
 def _write_kafka_config(service: Service) -> None:
+    """server.properties, TLS material and SASL password, and the storage format on first start."""
     folder = service.folder
     folder.mkdir(parents=True, exist_ok=True)
     controller_port = service.port + 1
+    sasl_port, tls_port = secured_ports(service.port)
+    local_security.ensure_material(folder)
+    # PLAINTEXT stays the default listener (and the inter-broker one); the
+    # secured listeners exist so targets can be tested the way clusters run.
     (folder / "server.properties").write_text(
         "\n".join([
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.voters=1@{LOOPBACK}:{controller_port}",
-            f"listeners=PLAINTEXT://{LOOPBACK}:{service.port},CONTROLLER://{LOOPBACK}:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://{LOOPBACK}:{service.port}",
+            f"listeners=PLAINTEXT://{LOOPBACK}:{service.port},CONTROLLER://{LOOPBACK}:{controller_port},"
+            f"SASL_SSL://{LOOPBACK}:{sasl_port},SSL://{LOOPBACK}:{tls_port}",
+            f"advertised.listeners=PLAINTEXT://{LOOPBACK}:{service.port},SASL_SSL://{LOOPBACK}:{sasl_port},"
+            f"SSL://{LOOPBACK}:{tls_port}",
             "controller.listener.names=CONTROLLER",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
+            *local_security.listener_properties(folder, sasl_port, tls_port),
             f"log.dirs={folder / 'data'}",
             "num.partitions=1",
             "offsets.topic.replication.factor=1",
@@ -144,11 +159,33 @@ def _write_kafka_config(service: Service) -> None:
     )
     if not (folder / "data" / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        subprocess.run(
+        result = subprocess.run(
             [_java(), "-cp", str(local_dir() / "jars" / "kafka" / "*"), "kafka.tools.StorageTool",
-             "format", "-t", cluster_id, "-c", str(folder / "server.properties")],
-            check=True, capture_output=True,
+             "format", "-t", cluster_id, "-c", str(folder / "server.properties"),
+             *local_security.scram_format_args(folder)],
+            capture_output=True, text=True,
         )
+        if result.returncode != 0:
+            # Not CalledProcessError: its message would print the SCRAM password argument.
+            raise ZyncError(f"formatting the broker's storage in {folder / 'data'} failed: "
+                            f"{(result.stdout + result.stderr).strip()[-400:]}")
+        (folder / "security" / "scram-at-format").touch()
+
+
+def _ensure_scram_user(service: Service) -> None:
+    """A broker formatted before the secured listeners existed gets its SCRAM user now."""
+    marker = service.folder / "security" / "scram-at-format"
+    if marker.exists():
+        return
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    client = AdminClient({"bootstrap.servers": f"{LOOPBACK}:{service.port}"})
+    upsert = UserScramCredentialUpsertion(local_security.SASL_USER,
+                                          ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                          local_security.sasl_password(service.folder).encode())
+    for future in client.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+    marker.touch()
 
 
 def _answers(service: Service) -> bool:
@@ -218,6 +255,8 @@ def up(target: Target) -> list[str]:
             started.append(service)
     for service in started:
         _wait(service)
+        if service.name == "kafka":
+            _ensure_scram_user(service)
     return status(target)
 
 

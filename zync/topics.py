@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicParti
 from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
+from zync.schema_inference import infer_schema
 from zync.wire import Registry, encode
 
 
@@ -35,52 +36,6 @@ def _json_default(value: Any) -> Any:
 
 def to_json_line(record: dict[str, Any]) -> str:
     return json.dumps(record, default=_json_default, separators=(",", ":"))
-
-
-# --- schema inference for produce ------------------------------------------
-
-def _infer(value: Any, name: str) -> Any:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return {"type": "record", "name": name, "fields": [
-            {"name": k, "type": ["null", _infer(v, f"{name}_{k}")], "default": None}
-            for k, v in value.items() if v is not None
-        ] + [{"name": k, "type": ["null", "string"], "default": None} for k, v in value.items() if v is None]}
-    if isinstance(value, list):
-        items = next((v for v in value if v is not None), "")
-        return {"type": "array", "items": _infer(items, f"{name}_item")}
-    raise ZyncError(f"cannot infer an Avro type for {value!r}")
-
-
-def infer_schema(values: Iterable[Any], name: str) -> Any:
-    """An Avro schema for JSON values: records whose fields are the union of all
-    fields seen, each nullable with default null (so later shapes stay compatible);
-    JSON integers become long, other numbers double. The first non-null value of a
-    field decides its type."""
-    merged: dict[str, Any] | None = None
-    scalar: Any = None
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, dict):
-            merged = merged or {}
-            for k, v in value.items():
-                if merged.get(k) is None:
-                    merged[k] = v
-        else:
-            scalar = value if scalar is None else scalar
-    if merged is not None:
-        return _infer(merged, name)
-    if scalar is not None:
-        return _infer(scalar, name)
-    return "null"
 
 
 def _load_schema(path: Path | None) -> Any:
@@ -108,15 +63,17 @@ def read_json_lines(stream: TextIO, name: str) -> list[dict[str, Any]]:
 
 
 def produce(target: Target, topic: str, records: list[dict[str, Any]],
-            key_schema_file: Path | None = None, value_schema_file: Path | None = None) -> int:
+            key_schema_file: Path | None = None, value_schema_file: Path | None = None,
+            partitions: int = 1) -> int:
     """Encode records as Avro, register their schemas under T-key / T-value, produce them in order."""
     registry = Registry(target.schema_registry)
     safe = "".join(c if c.isalnum() else "_" for c in topic)
     key_schema = _load_schema(key_schema_file) or infer_schema((r.get("key") for r in records), f"{safe}_key")
     value_schema = _load_schema(value_schema_file) or infer_schema((r.get("value") for r in records), f"{safe}_value")
-    key_writer = registry.register(f"{topic}-key", key_schema)
-    value_writer = registry.register(f"{topic}-value", value_schema)
-    kafka_client.ensure_topic(target, topic)
+    # A side that is null in every record (no keys, only tombstones) registers nothing.
+    key_writer = registry.register(f"{topic}-key", key_schema) if key_schema != "null" else None
+    value_writer = registry.register(f"{topic}-value", value_schema) if value_schema != "null" else None
+    kafka_client.ensure_topic(target, topic, num_partitions=partitions)
     producer = kafka_client.producer(target)
     failures: list[str] = []
 
@@ -130,7 +87,12 @@ def produce(target: Target, topic: str, records: list[dict[str, Any]],
             value = encode(value_writer, record.get("value")) if record.get("value") is not None else None
         except Exception as e:  # noqa: BLE001 - fastavro's validation errors vary
             raise ZyncError(f"record {n} does not fit the schema: {e}\n    {to_json_line(record)[:200]}") from None
-        producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+                break
+            except BufferError:  # librdkafka's queue is full: let deliveries drain it
+                producer.poll(0.05)
         producer.poll(0)
     producer.flush()
     if failures:
@@ -180,14 +142,21 @@ def consume(target: Target, topic: str, from_beginning: bool = False, exit_after
 
 
 def ls(target: Target) -> Iterator[str]:
+    """One line per registered schema version: subject, version, schema id (tab-separated)."""
     registry = Registry(target.schema_registry)
-    for subject in sorted(registry.client.get_subjects()):
+    try:
+        subjects = sorted(registry.client.get_subjects())
+    except Exception as e:  # noqa: BLE001 - HTTP and registry errors alike
+        raise ZyncError(f"cannot list the subjects of the schema registry at {registry.url}: "
+                        f"{getattr(e, 'error_message', type(e).__name__)}") from None
+    for subject in subjects:
         for version in registry.client.get_versions(subject):
             registered = registry.client.get_version(subject, version)
             yield f"{subject}\tversion {version}\tid {registered.schema_id}"
 
 
-def write_lines(lines: Iterable[str], out: TextIO = sys.stdout) -> int:
+def write_lines(lines: Iterable[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up now: tests and callers may have replaced it
     n = 0
     for line in lines:
         out.write(line + "\n")

@@ -7,6 +7,7 @@ import json
 import struct
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import fastavro
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -34,7 +35,10 @@ class Registry:
 
     def __init__(self, settings: dict[str, Any]):
         self.client = SchemaRegistryClient(dict(settings))
-        self.url = str(settings["url"])
+        # Shown in messages: without any user:password@ part a URL may carry.
+        url = urlsplit(str(settings["url"]))
+        self.url = urlunsplit(url._replace(netloc=url.hostname + (f":{url.port}" if url.port else ""))) \
+            if url.hostname else str(settings["url"])
         self._by_id: dict[int, WriterSchema] = {}
         self._registered: dict[tuple[str, str], WriterSchema] = {}
 
@@ -62,6 +66,9 @@ class Registry:
                     f"the registry at {self.url} refused a new schema for subject {subject}: {e.error_message}\n"
                     f"    schema: {json.dumps(schema)}"
                 ) from None
+            except Exception as e:  # noqa: BLE001 - the HTTP client's connection errors
+                raise ZyncError(f"cannot reach the schema registry at {self.url}: {type(e).__name__}; "
+                                "is it running (`zync up` for the local target), and is the URL right?") from None
             cached = WriterSchema(schema_id, schema, fastavro.parse_schema(schema))
             self._registered[(subject, text)] = cached
             self._by_id[schema_id] = cached

@@ -1,0 +1,80 @@
+"""Pure logic of egress and produce: schema inference, delivery checks, Spark -> Avro."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pytest
+from pyspark.sql import types as T
+
+from egress.delivery import DeliveryCheck, OffsetMismatchError
+from egress.schemas import record_name
+from zync.avro_types import avro_schema_for_struct, row_to_datum
+from zync.errors import ZyncError
+from zync.schema_inference import infer_schema
+
+
+class Delivered:
+    """A delivery report's message: only its offset matters to the check."""
+
+    def __init__(self, offset: int):
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+
+def test_delivery_check_accepts_consecutive_offsets_and_names_the_first_gap():
+    check = DeliveryCheck("T", 5)
+    for offset in (5, 6, 7):
+        check(None, Delivered(offset))
+    check.raise_if_failed()
+    check(None, Delivered(9))
+    with pytest.raises(OffsetMismatchError, match="output offset 8 landed at Kafka offset 9"):
+        check.raise_if_failed()
+
+
+def test_inference_merges_all_lines_and_makes_every_field_optional():
+    schema = infer_schema([{"a": 1, "b": {"c": "x"}}, {"a": 1.5, "b": {"d": [1, None]}}, None], "V")
+    assert schema == {"type": "record", "name": "V", "fields": [
+        {"name": "a", "type": ["null", "double"], "default": None},
+        {"name": "b", "type": ["null", {"type": "record", "name": "V_b", "fields": [
+            {"name": "c", "type": ["null", "string"], "default": None},
+            {"name": "d", "type": ["null", {"type": "array", "items": ["null", "long"]}], "default": None}]}],
+         "default": None}]}
+    assert infer_schema([None, None], "K") == "null"
+    assert infer_schema(["a", "b"], "K") == "string"
+    with pytest.raises(ZyncError, match=r"V\.a is a boolean in one record and a long in another"):
+        infer_schema([{"a": True}, {"a": 1}], "V")
+
+
+def test_partial_schemas_keep_only_their_fields_all_optional():
+    struct = T.StructType([T.StructField("id", T.LongType(), False), T.StructField("name", T.StringType()),
+                           T.StructField("at", T.TimestampType())])
+    schema = avro_schema_for_struct(struct, "T_value", "zync", only_fields=["id", "at"])
+    assert schema == {"type": "record", "name": "T_value", "namespace": "zync", "fields": [
+        {"name": "id", "type": ["null", "long"], "default": None},
+        {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}], "default": None}]}
+
+
+def test_row_to_datum_reads_pysparks_naive_local_times_as_instants():
+    struct = T.StructType([T.StructField("at", T.TimestampType())])
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        # What PySpark returns for the instant 2024-01-01T12:00Z in this process's zone.
+        naive_local = T.TimestampType().fromInternal(1_704_110_400 * 1_000_000)
+        datum = row_to_datum(struct)({"at": naive_local})
+    finally:
+        os.environ.pop("TZ") if old is None else os.environ.__setitem__("TZ", old)
+        time.tzset()
+    assert naive_local == dt.datetime(2024, 1, 1, 7, 0)
+    assert datum == {"at": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}
+
+
+def test_record_names_are_avro_names():
+    assert record_name("my.topic-1", "value") == "my_topic_1_value"
+    assert record_name("1st", "key") == "_1st_key"

@@ -1,0 +1,206 @@
+"""to-kafka on the real broker, registry and Delta: zync's offset alignment, shapes, restart, follow."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from egress import to_kafka
+from egress.to_kafka import Egress, OffsetMismatchError
+from tests.egress.helpers import out_rows, published, write_output_table
+from zync import kafka_client
+from zync.errors import ZyncError
+from zync.wire import Registry
+
+KEY = "struct<id:bigint>"
+VALUE = "struct<id:bigint,name:string,amount:double>"
+
+
+def _high(target, topic) -> int:
+    return kafka_client.high_water_marks(target, topic)[0] if kafka_client.topic_exists(target, topic) else 0
+
+
+def _values(target, topic):
+    return [(r["kafka"]["offset"], r["key"], r["value"]) for r in published(target, topic)]
+
+
+def test_publishes_out_rows_in_order_with_each_rows_fields(target, spark):
+    topic, table = "egress_Shapes", "egress_shapes"
+    write_output_table(spark, table, KEY, VALUE, [
+        *out_rows(topic, 0, [
+            ({"id": 1}, {"id": 1, "name": "a", "amount": 1.5}, ["id", "name", "amount"]),
+            ({"id": 1}, {"id": 1, "name": None, "amount": 2.5}, ["id", "amount"]),   # partial update
+            ({"id": 2}, None, None),                                                 # tombstone
+            ({"id": 3}, {"id": 3, "name": "c", "amount": None}, ["id", "name", "amount"]),
+        ]),
+        ("done", "egress_input", 0, None, None, None),
+        ("cursor", "egress_input", 1, None, None, None),
+    ])
+    assert Egress(target, table).run() == 4
+    assert _values(target, topic) == [
+        (0, {"id": 1}, {"id": 1, "name": "a", "amount": 1.5}),
+        (1, {"id": 1}, {"id": 1, "amount": 2.5}),  # exactly its fields: no name at all
+        (2, {"id": 2}, None),
+        (3, {"id": 3}, {"id": 3, "name": "c", "amount": None}),
+    ]
+    registry = Registry(target.schema_registry)
+    assert len(registry.client.get_versions(f"{topic}-value")) == 2
+    assert len(registry.client.get_versions(f"{topic}-key")) == 1
+
+
+def test_restart_after_a_crash_publishes_each_record_once(target, spark):
+    topic, table = "egress_Restart", "egress_restart"
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": i}, {"id": i, "name": f"n{i}", "amount": float(i)}, None) for i in range(7)]))
+
+    class CrashesOnSecondBatch(Egress):
+        batches = 0
+
+        def _fetch(self, encoded, lo, hi):
+            self.batches += 1
+            if self.batches == 2:
+                raise RuntimeError("simulated crash")
+            return super()._fetch(encoded, lo, hi)
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        CrashesOnSecondBatch(target, table, batch_size=3).run()
+    assert kafka_client.high_water_marks(target, topic) == {0: 3}
+    assert Egress(target, table, batch_size=3).run() == 4
+    assert Egress(target, table).run() == 0
+    assert [(o, k["id"], v["id"]) for o, k, v in _values(target, topic)] == [(i, i, i) for i in range(7)]
+
+
+def test_a_foreign_record_in_the_topic_stops_egress(target, spark):
+    topic, table = "egress_Foreign", "egress_foreign"
+    rows = [({"id": i}, {"id": i, "name": "x", "amount": 0.0}, None) for i in range(6)]
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, rows[:3]))
+    assert Egress(target, table).run() == 3
+    intruder = Producer(dict(target.kafka))
+    intruder.produce(topic, value=b"not zync's", partition=0)
+    intruder.flush()
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 3, rows[3:]))
+    with pytest.raises(OffsetMismatchError, match="another process is writing to this topic"):
+        Egress(target, table).run()
+    assert kafka_client.high_water_marks(target, topic) == {0: 4}  # nothing more was written
+
+
+def test_a_writer_during_egress_is_caught_by_the_delivered_offsets(target, spark):
+    topic, table = "egress_Race", "egress_race"
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": i}, {"id": i, "name": "x", "amount": 0.0}, None) for i in range(6)]))
+
+    class RacedByAnotherWriter(Egress):
+        def _fetch(self, encoded, lo, hi):
+            if lo > 0:  # the first batch is out: another producer slips a record in
+                while kafka_client.high_water_marks(target, topic)[0] < lo:
+                    time.sleep(0.05)
+                other = Producer(dict(target.kafka))
+                other.produce(topic, value=b"intruder", partition=0)
+                other.flush()
+            return super()._fetch(encoded, lo, hi)
+
+    with pytest.raises(OffsetMismatchError, match="output offset 3 landed at Kafka offset 4"):
+        RacedByAnotherWriter(target, table, batch_size=3).run()
+
+
+def test_successive_shapes_pass_a_backward_compatibility_rule(target, spark):
+    topic, table = "egress_Compat", "egress_compat"
+    registry = Registry(target.schema_registry)
+    for subject in (f"{topic}-value", f"{topic}-key"):
+        registry.client.set_compatibility(subject_name=subject, level="BACKWARD")
+    shapes = [["id", "name", "amount"], ["id"], ["id", "amount"], ["id", "name", "amount"], ["name"]]
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": i}, {"id": i, "name": "n", "amount": 1.0}, f) for i, f in enumerate(shapes)]))
+    assert Egress(target, table).run() == 5
+    assert registry.client.get_compatibility(f"{topic}-value") == "BACKWARD"
+    assert len(registry.client.get_versions(f"{topic}-value")) == 4
+    assert [sorted(v) for _, _, v in _values(target, topic)] == [sorted(f) for f in shapes]
+    # The rule is enforced: a shape with a required field (no default) is refused.
+    required = {"type": "record", "name": "egress_Compat_value", "namespace": "zync",
+                "fields": [{"name": "id", "type": "long"}, {"name": "extra", "type": "string"}]}
+    with pytest.raises(ZyncError, match="refused a new schema"):
+        registry.register(f"{topic}-value", required)
+
+
+def test_timestamps_are_instants_whatever_the_time_zones(target, spark):
+    topic, table = "egress_Time", "egress_time"
+    spark.sql("create database if not exists zync")
+    spark.sql(f"""create table zync.{table} using delta as select
+        named_struct('topic', '{topic}', 'partition', 0, 'offset', 0L) as kafka, 'out' as kind,
+        named_struct('id', 1L) as key,
+        named_struct('at', timestamp'2024-03-10 01:30:00', 'day', date'2024-03-10') as value,
+        array('at', 'day') as fields, cast(null as string) as status, 'r1' as run_id""")
+    old_tz, old_session_tz = os.environ.get("TZ"), spark.conf.get("spark.sql.session.timeZone")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    try:
+        assert Egress(target, table).run() == 1
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old_session_tz)
+        if old_tz is None:
+            os.environ.pop("TZ")
+        else:
+            os.environ["TZ"] = old_tz
+        time.tzset()
+    [(_, _, value)] = _values(target, topic)
+    # The table was written with the session time zone at UTC (profiles/profiles.yml).
+    assert value == {"at": dt.datetime(2024, 3, 10, 1, 30, tzinfo=dt.timezone.utc), "day": dt.date(2024, 3, 10)}
+
+
+def test_follow_publishes_new_commits_until_stopped(target, spark, monkeypatch):
+    topic, table = "egress_Follow", "egress_follow"
+    monkeypatch.setattr(to_kafka, "FOLLOW_POLL_S", 0.2)
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [({"id": 0}, {"id": 0, "name": "a", "amount": 0.0}, None)]))
+    egress = Egress(target, table)
+    result: list[int] = []
+    follower = threading.Thread(target=lambda: result.append(egress.run(follow=True)))
+    follower.start()
+    try:
+        deadline = time.monotonic() + 180
+        while _high(target, topic) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        write_output_table(spark, table, KEY, VALUE, out_rows(topic, 1, [
+            ({"id": 1}, {"id": 1, "name": "b", "amount": 1.0}, None),
+            ({"id": 2}, {"id": 2, "name": "c", "amount": 2.0}, ["id"])]), run_id="r2")
+        while _high(target, topic) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        egress.stop()
+        follower.join(timeout=180)
+    assert not follower.is_alive()
+    assert result == [3]
+    assert [v for _, _, v in _values(target, topic)] == [
+        {"id": 0, "name": "a", "amount": 0.0}, {"id": 1, "name": "b", "amount": 1.0}, {"id": 2}]
+
+
+def test_shaper_reshapes_what_is_published(target, spark, tmp_path):
+    topic, table = "egress_Shaper", "egress_shaper"
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": 1}, {"id": 1, "name": "ann", "amount": 2.0}, ["id", "name", "amount"]),
+        ({"id": 2}, {"id": 2, "name": "bob", "amount": None}, ["id", "name"])]))
+    shaper = tmp_path / "shape.sql"
+    shaper.write_text("select kafka, key, named_struct('id', value.id, 'label', upper(value.name)) as value, "
+                      "array('id', 'label') as fields from batch")
+    assert Egress(target, table, shaper=shaper).run() == 2
+    assert [v for _, _, v in _values(target, topic)] == [{"id": 1, "label": "ANN"}, {"id": 2, "label": "BOB"}]
+
+
+def test_a_shaper_that_drops_rows_or_kafka_is_refused(target, spark, tmp_path):
+    topic, table = "egress_BadShaper", "egress_bad_shaper"
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": i}, {"id": i, "name": "x", "amount": 0.0}, None) for i in range(3)]))
+    drops = tmp_path / "drops.sql"
+    drops.write_text("select * from batch where kafka.offset <> 1")
+    with pytest.raises(ZyncError, match="the shaper must keep every row"):
+        Egress(target, table, shaper=drops).run()
+    no_kafka = tmp_path / "no_kafka.sql"
+    no_kafka.write_text("select key, value from batch")
+    with pytest.raises(ZyncError, match=r"lacks column\(s\) \['kafka'\]"):
+        Egress(target, table, shaper=no_kafka).run()
+    assert kafka_client.high_water_marks(target, topic) == {0: 0}
