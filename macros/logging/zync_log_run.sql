@@ -6,7 +6,8 @@
   statistics let Spark find without reading older files. Returns no SQL.
 #}
 {% macro zync_log_run() %}
-{%- if execute %}
+{#- Only output tables (not, say, a pending view beside them) have rows to count. -#}
+{%- if execute and (config.get('meta') or {}).get('zync_output_topic') %}
     {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list %}
     {%- if 'run_id' not in columns %}
         {%- do log('zync ' ~ this.identifier ~ ': no run_id column, so the rows of this run cannot be counted', info=True) %}

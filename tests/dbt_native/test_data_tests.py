@@ -20,7 +20,7 @@ THREE_HOURS_AGO = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
 CHECKS = ("one_done_row_per_input_record", "contiguous_output_offsets", "done_rows_have_input", "pending_age")
 
 
-def test_name(check: str) -> str:
+def check_node(check: str) -> str:
     return f"{PREFIX}_new_invoices__{check}"
 
 
@@ -59,12 +59,12 @@ def test_the_run_log_says_what_the_run_consumed_and_wrote(project):
 def test_dbt_test_passes_on_the_demo_and_warns_of_an_old_pending_record(project):
     result = project.dbt("test")
     statuses = result.statuses()
-    assert {test_name(c) for c in CHECKS} <= set(statuses)
-    assert [statuses[test_name(c)] for c in CHECKS[:3]] == ["pass"] * 3
+    assert {check_node(c) for c in CHECKS} <= set(statuses)
+    assert [statuses[check_node(c)] for c in CHECKS[:3]] == ["pass"] * 3
     # Dan's invoice waits for its status, and it landed three hours ago (> the default 60 minutes).
-    assert statuses[test_name("pending_age")] == "warn"
+    assert statuses[check_node("pending_age")] == "warn"
     failures = {r.node.name: r.failures for r in result.result.result}
-    assert failures[test_name("pending_age")] == 1
+    assert failures[check_node("pending_age")] == 1
 
 
 def _break_table(spark, project) -> None:
@@ -100,17 +100,17 @@ def broken(project, spark):
 def _assert_each_check_caught_its_fault(result) -> None:
     assert not result.success
     failures = {r.node.name: (str(r.status), r.failures) for r in result.result.result}
-    assert failures[test_name("one_done_row_per_input_record")] == ("fail", 1)
-    assert failures[test_name("done_rows_have_input")] == ("fail", 1)
+    assert failures[check_node("one_done_row_per_input_record")] == ("fail", 1)
+    assert failures[check_node("done_rows_have_input")] == ("fail", 1)
     # Out rows 0 and 2 are left: offset 2 follows 0.
-    assert failures[test_name("contiguous_output_offsets")] == ("fail", 1)
+    assert failures[check_node("contiguous_output_offsets")] == ("fail", 1)
 
 
 def test_dbt_test_fails_on_broken_data(broken):
     # A threshold above three hours: the old pending record no longer warns.
     result = broken.dbt("test", "--vars", "{zync_pending_warn_after_minutes: 600}", expect_success=False)
     _assert_each_check_caught_its_fault(result)
-    assert result.statuses()[test_name("pending_age")] == "pass"
+    assert result.statuses()[check_node("pending_age")] == "pass"
 
 
 def test_dbt_build_fails_on_broken_data(broken):
@@ -125,7 +125,7 @@ def test_dbt_build_passes_on_new_records_and_logs_only_this_run(project, spark):
     statuses = result.statuses()
     assert statuses[f"{PREFIX}_new_invoices"] == "success"
     # Dan's status came: nothing is pending any more.
-    assert [statuses[test_name(c)] for c in CHECKS] == ["pass"] * 4
+    assert [statuses[check_node(c)] for c in CHECKS] == ["pass"] * 4
     outs_before, done_before = zync_counts(2)
     outs_after, done_after = zync_counts(3)
     line = run_log_line(result.messages)
