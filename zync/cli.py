@@ -96,6 +96,17 @@ def cmd_etl_compile(args: argparse.Namespace) -> None:
           f"{len(written)} changed", file=sys.stderr)
 
 
+def cmd_etl_status(args: argparse.Namespace) -> None:
+    from zync import etl_status
+    from zync.config import project_dir
+
+    root = project_dir()
+    files = [Path(f) for f in args.files] or sorted((root / "transforms").glob("*.y*ml"))
+    if not files:
+        raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
+    print(etl_status.render(etl_status.collect(_target(args), files, kafka=not args.no_kafka)), end="")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="zync",
@@ -167,6 +178,14 @@ def parser() -> argparse.ArgumentParser:
                              description="transform YAML -> dbt models, properties and sources (all or nothing)")
     p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml)")
     p.set_defaults(handler=cmd_etl_compile)
+    p = etl_verbs.add_parser("status", parents=[common],
+                             help="per input: cursor, pending, expired, lag; per output: last offset vs Kafka",
+                             description="per input topic/partition of each transform: cursor, latest offset, "
+                                         "pending and expired records, age of the oldest pending; per output: "
+                                         "last output offset and how far its Kafka topic is behind")
+    p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml)")
+    p.add_argument("--no-kafka", action="store_true", help="do not ask Kafka for the output topics' offsets")
+    p.set_defaults(handler=cmd_etl_status)
     return top
 
 

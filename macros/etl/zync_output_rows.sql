@@ -24,7 +24,8 @@ select
         {%- endfor %}
     ) end as value,
     fields,
-    cast(null as string) as status
+    cast(null as string) as status,
+    '{{ invocation_id }}' as run_id
 from {{ events }}
 
 union all
@@ -35,6 +36,7 @@ select
     null as key,
     null as value,
     null as fields,
-    'processed' as status
+    'processed' as status,
+    '{{ invocation_id }}' as run_id
 from {{ events }}
 {%- endmacro %}

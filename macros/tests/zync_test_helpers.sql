@@ -1,0 +1,49 @@
+{#
+  Helpers shared by zync's generic data tests (one job each).
+#}
+
+{#
+  The current cursor of each input topic/partition of an output table: the
+  largest offset of its cursor rows (every input offset below it is done).
+  No rows when the table has no cursor rows yet.
+#}
+{% macro zync_test_cursors(model) -%}
+select
+    kafka.topic as input_topic,
+    kafka.partition as input_partition,
+    max(kafka.offset) as cursor_offset
+from {{ model }}
+where kind = 'cursor'
+group by kafka.topic, kafka.partition
+{%- endmacro %}
+
+
+{#
+  The coordinates of one input's raw records: `input` is {topic, relation}
+  as the compiler writes it in the properties YAML.
+#}
+{% macro zync_test_input_records(input) -%}
+select
+    kafka.topic as input_topic,
+    kafka.partition as input_partition,
+    kafka.offset as input_offset,
+    kafka.timestamp as input_timestamp
+from {{ input['relation'] }}
+where kafka.topic = {{ dbt.string_literal(input['topic']) }}
+{%- endmacro %}
+
+
+{#
+  Seconds from a timestamp to now, as a number.
+#}
+{% macro zync_seconds_since(timestamp) -%}
+{{ return(adapter.dispatch('zync_seconds_since', 'zync')(timestamp)) }}
+{%- endmacro %}
+
+{% macro default__zync_seconds_since(timestamp) -%}
+{{ dbt.datediff(timestamp, dbt.current_timestamp(), 'second') }}
+{%- endmacro %}
+
+{% macro spark__zync_seconds_since(timestamp) -%}
+(unix_timestamp(current_timestamp()) - unix_timestamp({{ timestamp }}))
+{%- endmacro %}

@@ -1,0 +1,103 @@
+"""`zync etl status` on demo-shaped tables: cursors, pending, expired, lag, and the output against Kafka."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tests.dbt_native.conftest import append_demo_batches, invoices_transform
+from zync import etl_status, topics
+from zync.cli import main
+
+PREFIX = "dbtns"
+THREE_HOURS_AGO = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)
+OUTPUT_SCHEMA = ("kafka struct<topic: string, partition: int, offset: bigint>, kind string, key struct<ID: int>, "
+                 "value struct<ID: int>, fields array<string>, status string, run_id string")
+
+
+class Tables:
+    prefix = PREFIX
+
+    def table(self, name: str) -> str:
+        return f"zync.{PREFIX}_{name}"
+
+    def topic(self, name: str) -> str:
+        return f"{PREFIX}{name}"
+
+
+def output_rows(tables: Tables, out_offsets, done: dict[tuple[str, int], str], cursors: dict[str, int]) -> list:
+    rows = [((tables.topic("NewInvoices"), 0, o), "out", (o,), (o,), ["ID"], None, "r1") for o in out_offsets]
+    rows += [((tables.topic(t), 0, o), "done", None, None, None, status, "r1") for (t, o), status in done.items()]
+    rows += [((tables.topic(t), 0, o), "cursor", None, None, None, None, "r2") for t, o in cursors.items()]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def transform_file(spark, tmp_path_factory):
+    """Demo batches 1-2 landed three hours ago; an output table whose out rows 0-2 paired three invoices
+    with their statuses. Dan's invoice (Invoices offset 3) waits; one status is marked expired."""
+    tables = Tables()
+    spark.sql("create database if not exists zync")
+    for name in ("raw_invoices", "raw_invoice_status", "new_invoices"):
+        spark.sql(f"drop table if exists {tables.table(name)}")
+    append_demo_batches(tables, spark, [1, 2], THREE_HOURS_AGO)
+    done = {("Invoices", 0): "processed", ("Invoices", 1): "processed", ("Invoices", 2): "processed",
+            ("InvoiceStatus", 0): "processed", ("InvoiceStatus", 1): "processed", ("InvoiceStatus", 2): "expired"}
+    (spark.createDataFrame(output_rows(tables, range(3), done, {}), OUTPUT_SCHEMA)
+     .write.format("delta").saveAsTable(tables.table("new_invoices")))
+    path = tmp_path_factory.mktemp(PREFIX) / "invoices.yml"
+    path.write_text(invoices_transform(PREFIX))
+    return path
+
+
+def _by_topic(status: etl_status.TransformStatus) -> dict[str, etl_status.PartitionStatus]:
+    return {i.topic.removeprefix(PREFIX): i.partitions[0] for i in status.inputs}
+
+
+def test_without_cursor_rows_it_shows_pending_expired_and_the_oldest_age(target, transform_file):
+    (status,) = etl_status.collect(target, [transform_file])
+    inputs = _by_topic(status)
+    assert inputs["Invoices"].cursor is None and inputs["InvoiceStatus"].cursor is None
+    assert (inputs["Invoices"].latest_offset, inputs["Invoices"].pending, inputs["Invoices"].expired) == (3, 1, 0)
+    assert (inputs["InvoiceStatus"].latest_offset, inputs["InvoiceStatus"].pending,
+            inputs["InvoiceStatus"].expired) == (2, 0, 1)
+    assert 3 * 3600 - 60 <= inputs["Invoices"].oldest_pending_age_s <= 3 * 3600 + 600
+    assert inputs["InvoiceStatus"].oldest_pending_age_s is None
+    assert status.output.last_offset == 2
+    assert status.output.kafka_next_offset is None and "not created yet" in status.output.kafka_note
+
+    text = etl_status.render([status])
+    invoices_line = next(line for line in text.splitlines() if line.strip().startswith(f"{PREFIX}Invoices "))
+    assert invoices_line.split()[1:3] == ["0", "none"]  # partition 0, cursor "none yet"
+    assert "3h 0" in invoices_line  # oldest pending: three hours
+
+
+def test_with_cursor_rows_and_a_published_topic(spark, target, transform_file, capsys):
+    tables = Tables()
+    # A later run moved the cursors: everything below Invoices 3 and InvoiceStatus 3 is done.
+    (spark.createDataFrame(output_rows(tables, [], {}, {"Invoices": 3, "InvoiceStatus": 3}), OUTPUT_SCHEMA)
+     .write.format("delta").mode("append").saveAsTable(tables.table("new_invoices")))
+    # Egress published two of the three out rows so far.
+    topics.produce(target, tables.topic("NewInvoices"), [{"key": {"ID": n}, "value": {"ID": n}} for n in range(2)])
+
+    (status,) = etl_status.collect(target, [transform_file])
+    inputs = _by_topic(status)
+    assert (inputs["Invoices"].cursor, inputs["Invoices"].behind, inputs["Invoices"].pending) == (3, 1, 1)
+    assert (inputs["InvoiceStatus"].cursor, inputs["InvoiceStatus"].behind, inputs["InvoiceStatus"].pending) == (3, 0, 0)
+    assert (status.output.kafka_next_offset, status.output.unpublished) == (2, 1)
+
+    assert main(["etl", "status", str(transform_file)]) == 0
+    printed = capsys.readouterr().out
+    assert "1 out rows not published yet" in printed
+    status_line = next(line for line in printed.splitlines() if line.strip().startswith(f"{PREFIX}InvoiceStatus "))
+    assert status_line.split()[1:6] == ["0", "3", "2", "0", "0"]  # partition, cursor, latest, behind, pending
+
+
+def test_a_missing_output_table_is_reported_not_a_crash(spark, target, tmp_path):
+    path = tmp_path / "other.yml"
+    path.write_text(invoices_transform(PREFIX).replace(f"model: {PREFIX}_new_invoices", f"model: {PREFIX}_never_built"))
+    (status,) = etl_status.collect(target, [path], kafka=False)
+    assert status.output.table_note and "dbt run --select dbtns_never_built" in status.output.table_note
+    # Nothing is done for a model never built: every raw record is pending.
+    assert _by_topic(status)["Invoices"].pending == 4

@@ -1,0 +1,234 @@
+"""`zync etl status`: where each transform stands, read from its tables and Kafka.
+
+Per input topic/partition of every transform: the cursor (from the output
+table's cursor rows), the latest raw offset and how far it is past the cursor,
+the pending and expired records and the age of the oldest pending one. Per
+output: the last output offset and how far the Kafka topic is behind it.
+Everything is read with DataFrame expressions (no SQL text), so no name from
+a transform file is ever spliced into a query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zync.config import Target
+from zync.errors import ZyncError
+from zync.tables import qualified
+
+KAFKA_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    partition: int
+    cursor: int | None  # None: no cursor row yet
+    latest_offset: int | None  # None: nothing landed in this partition
+    pending: int
+    expired: int
+    oldest_pending_age_s: int | None
+
+    @property
+    def behind(self) -> int | None:
+        """Raw records at or past the cursor (what the next run still has to look at)."""
+        if self.cursor is None or self.latest_offset is None:
+            return None
+        return max(self.latest_offset + 1 - self.cursor, 0)
+
+
+@dataclass(frozen=True)
+class InputStatus:
+    topic: str
+    table: str
+    note: str | None = None  # why there are no figures (e.g. the raw table is missing)
+    partitions: list[PartitionStatus] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class OutputStatus:
+    topic: str
+    model: str
+    last_offset: int | None  # None: no out row yet
+    kafka_next_offset: int | None  # the topic's high-water mark; None if unknown
+    kafka_note: str | None = None
+    table_note: str | None = None
+
+    @property
+    def unpublished(self) -> int | None:
+        if self.kafka_next_offset is None:
+            return None
+        return (self.last_offset + 1 if self.last_offset is not None else 0) - self.kafka_next_offset
+
+
+@dataclass(frozen=True)
+class TransformStatus:
+    source: Path
+    output: OutputStatus
+    inputs: list[InputStatus]
+
+
+def _table_name(target: Target, name: str) -> str:
+    return qualified(target, name).replace("`", "")
+
+
+def _input_status(spark, target: Target, topic: str, table: str, output) -> InputStatus:
+    """Figures of one input for one output table (`output` None: the model is not built yet)."""
+    from pyspark.sql import functions as F
+
+    name = _table_name(target, table)
+    if not spark.catalog.tableExists(name):
+        return InputStatus(topic, name, note=f"no table yet (run `zync from-kafka --topic {topic}`)")
+    raw = (spark.table(name).where(F.col("kafka.topic") == F.lit(topic))
+           .select(F.col("kafka.partition").alias("partition"), F.col("kafka.offset").alias("offset"),
+                   F.col("kafka.timestamp").alias("timestamp")))
+    latest = {r["partition"]: r["latest"] for r in
+              raw.groupBy("partition").agg(F.max("offset").alias("latest")).collect()}
+    cursors: dict[int, int] = {}
+    expired: dict[int, int] = {}
+    pending_raw = raw
+    if output is not None:
+        mine = output.where(F.col("kafka.topic") == F.lit(topic))
+        cursors = {r["partition"]: r["cursor"] for r in
+                   mine.where(F.col("kind") == "cursor")
+                   .groupBy(F.col("kafka.partition").alias("partition"))
+                   .agg(F.max("kafka.offset").alias("cursor")).collect()}
+        done = mine.where(F.col("kind") == "done")
+        if "status" in output.columns:
+            expired = {r["partition"]: r["n"] for r in
+                       done.where(F.col("status") == "expired")
+                       .groupBy(F.col("kafka.partition").alias("partition")).agg(F.count("*").alias("n")).collect()}
+        done_keys = done.select(F.col("kafka.partition").alias("partition"), F.col("kafka.offset").alias("offset"))
+        if cursors:
+            # Below the cursor everything is done: only the rest can be pending.
+            cursor_frame = spark.createDataFrame(list(cursors.items()), "partition int, cursor long")
+            pending_raw = (raw.join(cursor_frame, "partition", "left")
+                           .where(F.col("offset") >= F.coalesce(F.col("cursor"), F.lit(0)))
+                           .drop("cursor"))
+        pending_raw = pending_raw.join(done_keys, ["partition", "offset"], "left_anti")
+    now = F.unix_timestamp(F.current_timestamp())
+    pending = {r["partition"]: (r["n"], r["age"]) for r in
+               pending_raw.groupBy("partition")
+               .agg(F.count("*").alias("n"), (now - F.unix_timestamp(F.min("timestamp"))).alias("age")).collect()}
+    partitions = sorted(set(latest) | set(cursors))
+    return InputStatus(topic, name, partitions=[
+        PartitionStatus(p, cursors.get(p), latest.get(p), pending.get(p, (0, None))[0], expired.get(p, 0),
+                        pending.get(p, (0, None))[1])
+        for p in partitions
+    ])
+
+
+def _kafka_next_offset(target: Target, topic: str) -> tuple[int | None, str | None]:
+    """The output topic's high-water mark (partition 0), or why it is unknown."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    from zync import kafka_client
+
+    try:
+        metadata = kafka_client.admin(target).list_topics(topic=topic, timeout=KAFKA_TIMEOUT_S)
+    except KafkaException as e:
+        return None, f"Kafka unreachable at {target.kafka.get('bootstrap.servers')}: {e.args[0]}"
+    entry = metadata.topics.get(topic)
+    if entry is None or entry.error is not None or not entry.partitions:
+        return None, "topic not created yet (nothing published)"
+    consumer = kafka_client.consumer(target, group="zync-etl-status")
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=KAFKA_TIMEOUT_S)
+    except KafkaException as e:
+        return None, f"cannot read its offsets: {e.args[0]}"
+    finally:
+        consumer.close()
+    return high, None
+
+
+def transform_status(spark, target: Target, transform, kafka: bool = True) -> TransformStatus:
+    """The status of one checked transform (compiler.spec.Transform)."""
+    from pyspark.sql import functions as F
+
+    name = _table_name(target, transform.model)
+    output = spark.table(name) if spark.catalog.tableExists(name) else None
+    table_note = None if output is not None else f"not built yet (run `dbt run --select {transform.model}`)"
+    if output is not None and "kind" not in output.columns:
+        raise ZyncError(f"table {name} has no `kind` column, so it is not a zync output table: "
+                        f"check `output.model` in {transform.path}")
+    last = None
+    if output is not None:
+        last = (output.where((F.col("kind") == "out") & (F.col("kafka.topic") == F.lit(transform.output_topic)))
+                .agg(F.max("kafka.offset")).collect()[0][0])
+    next_offset, kafka_note = (_kafka_next_offset(target, transform.output_topic) if kafka
+                               else (None, "not asked (--no-kafka)"))
+    inputs = [_input_status(spark, target, i.topic, i.table, output) for i in transform.inputs]
+    return TransformStatus(
+        transform.path,
+        OutputStatus(transform.output_topic, transform.model, last, next_offset, kafka_note, table_note),
+        inputs,
+    )
+
+
+def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[TransformStatus]:
+    """The status of every transform file given."""
+    from compiler.spec import load_transform
+    from zync.spark import spark_session
+
+    transforms = [load_transform(p) for p in paths]
+    spark = spark_session(target)
+    return [transform_status(spark, target, t, kafka=kafka) for t in transforms]
+
+
+# --- rendering -----------------------------------------------------------------
+
+def _age(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(int(seconds), 0)
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def _number(value: int | None, missing: str = "-") -> str:
+    return missing if value is None else str(value)
+
+
+def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
+    return [indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+
+
+def render(statuses: list[TransformStatus]) -> str:
+    """Readable tables: one block per transform, inputs first, then the output."""
+    lines: list[str] = []
+    for status in statuses:
+        out = status.output
+        lines.append(f"{out.topic} (model {out.model}, {status.source})")
+        rows = []
+        for item in status.inputs:
+            if item.note:
+                rows.append([item.topic, "-", item.note, "", "", "", "", ""])
+                continue
+            if not item.partitions:
+                rows.append([item.topic, "-", "none yet", "-", "-", "0", "0", "-"])
+            for p in item.partitions:
+                rows.append([item.topic, str(p.partition), _number(p.cursor, "none yet"), _number(p.latest_offset),
+                             _number(p.behind), str(p.pending), str(p.expired), _age(p.oldest_pending_age_s)])
+        lines += _table(["input", "partition", "cursor", "latest offset", "behind cursor", "pending", "expired",
+                         "oldest pending"], rows)
+        if out.table_note:
+            kafka = out.table_note
+        elif out.kafka_note:
+            kafka = out.kafka_note
+        elif out.unpublished:
+            kafka = f"{out.unpublished} out rows not published yet (run `zync to-kafka --table {out.model}`)"
+        else:
+            kafka = "up to date"
+        lines += _table(["output", "last offset", "kafka next offset", "kafka"],
+                        [[out.topic, _number(out.last_offset, "none yet"), _number(out.kafka_next_offset), kafka]])
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
