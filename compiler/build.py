@@ -113,17 +113,27 @@ def _rule_cte(rule: Rule, transform: Transform, earlier: list[Rule], value_field
     )
 
 
+def pending_model(model: str) -> str:
+    return f"{model}__pending"
+
+
 def render_model(transform: Transform, project_root: Path) -> str:
     value_fields = _value_fields(transform.rules)
     source = transform.path.resolve().relative_to(project_root.resolve()) if transform.path.resolve().is_relative_to(project_root.resolve()) else transform.path
+    meta = {
+        "zync_output_topic": transform.output_topic,
+        "zync_inputs": [{"topic": i.topic, "table": i.table} for i in transform.inputs],
+    }
     parts = [
         f"{{#- {GENERATED.format(source=source)} #}}",
         "{{ config(\n"
         "    materialized='incremental',\n"
-        "    incremental_strategy='append',\n"
+        "    incremental_strategy='merge',\n"
         "    file_format='delta',\n"
-        f"    meta={{'zync_output_topic': {transform.output_topic!r}}},\n"
+        "    partition_by=['kind'],\n"
+        f"    meta={meta!r},\n"
         ") }}",
+        f"{{%- set zync = zync_state({transform.output_topic!r}) %}}",
         "",
         "with",
         "",
@@ -131,21 +141,50 @@ def render_model(transform: Transform, project_root: Path) -> str:
     ctes = []
     for item in transform.inputs:
         ctes.append(
-            f"-- pending {item.topic} records: not yet done for this output\n"
+            f"-- pending {item.topic} records: past the cursor, not yet done for this output\n"
             f"{input_cte(item.topic)} as (\n"
-            f"    {{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}) }}}}\n)"
+            f"    {{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}, zync) }}}}\n)"
         )
     for n, rule in enumerate(transform.rules):
         ctes.append(_rule_cte(rule, transform, list(transform.rules[:n]), value_fields))
     unions = "\n    union all\n".join(f"    select * from rule_{r.index}" for r in transform.rules)
     ctes.append(f"events as (\n{unions}\n)")
     parts.append(",\n\n".join(ctes))
+    inputs = ",\n".join(
+        f"        {{'cte': {input_cte(i.topic)!r}, 'expire_after': "
+        f"{repr(i.expire_after.as_macro_arg()) if i.expire_after else 'none'}}}"
+        for i in transform.inputs
+    )
     parts += [
         "",
-        f"{{{{ zync_output_rows('events', output_topic={transform.output_topic!r}, value_fields={value_fields!r}) }}}}",
+        "{{ zync_output_rows(\n"
+        "    'events',\n"
+        f"    inputs=[\n{inputs}\n    ],\n"
+        f"    output_topic={transform.output_topic!r},\n"
+        f"    value_fields={value_fields!r},\n"
+        "    state=zync,\n"
+        ") }}",
         "",
     ]
     return "\n".join(parts)
+
+
+def render_pending_model(transform: Transform, project_root: Path) -> str:
+    """A view of what waits for this output and why, and of what expired (zync's pending.zed)."""
+    source = transform.path.resolve().relative_to(project_root.resolve()) if transform.path.resolve().is_relative_to(project_root.resolve()) else transform.path
+    inputs = ",\n".join(
+        f"        {{'topic': {i.topic!r}, 'relation': source({SOURCE_NAME!r}, {i.table!r})}}" for i in transform.inputs
+    )
+    return "\n".join([
+        f"{{#- {GENERATED.format(source=source)} #}}",
+        "{{ config(materialized='view') }}",
+        "",
+        "{{ zync_pending_report(\n"
+        f"    ref({transform.model!r}),\n"
+        f"    inputs=[\n{inputs}\n    ],\n"
+        ") }}",
+        "",
+    ])
 
 
 def _yaml(data: object, header: str) -> str:
@@ -218,6 +257,7 @@ def compile_transforms(paths: list[Path], project_root: Path) -> list[GeneratedF
     for t in transforms:
         files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.sql", render_model(t, project_root)))
         files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.yml", render_properties(t, relative(t.path))))
+        files.append(GeneratedFile(MODELS_FOLDER / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
     files.append(GeneratedFile(SOURCES_FILE, render_sources(transforms, [relative(p) for p in paths])))
     return files
 

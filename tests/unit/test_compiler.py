@@ -146,3 +146,31 @@ def test_sources_list_every_input_table_with_its_topic(tmp_path):
     sources = next(f.text for f in files if f.path.name == "__sources.yml")
     assert "name: raw_a" in sources and "zync_topic: A" in sources
     assert "name: raw_b" in sources and "zync_topic: B" in sources
+
+
+def test_expire_after_takes_offsets_or_a_duration(tmp_path):
+    text = GOOD.replace("  - {topic: A, table: raw_a}", "  - {topic: A, table: raw_a, expire-after: 1000}")
+    text = text.replace("  - {topic: B, table: raw_b}", "  - {topic: B, table: raw_b, expire-after: 30m}")
+    sql = model_sql(tmp_path, text)
+    assert "{'cte': 'a', 'expire_after': {'offsets': 1000}}" in sql
+    assert "{'cte': 'b', 'expire_after': {'seconds': 1800.0}}" in sql
+
+
+@pytest.mark.parametrize("bad", ["-5", "0", "soon", "10 parsecs", "true"])
+def test_a_bad_expire_after_is_an_error_on_its_line(tmp_path, bad):
+    path = write(tmp_path, GOOD.replace("  - {topic: A, table: raw_a}", f"  - {{topic: A, table: raw_a, expire-after: {bad}}}"))
+    with pytest.raises(TransformError, match=r"t\.yml:2: expire-after must be"):
+        compile_transforms([path], tmp_path)
+
+
+def test_an_output_topic_may_not_be_one_of_its_inputs(tmp_path):
+    path = write(tmp_path, GOOD.replace("output: {topic: C, model: c_out}", "output: {topic: A, model: c_out}"))
+    with pytest.raises(TransformError, match=r"t\.yml:4: .*also an input"):
+        compile_transforms([path], tmp_path)
+
+
+def test_each_output_gets_a_pending_report_model(tmp_path):
+    files = compile_transforms([write(tmp_path, GOOD)], tmp_path)
+    report = next(f.text for f in files if f.path.name == "c_out__pending.sql")
+    assert "zync_pending_report(" in report and "ref('c_out')" in report
+    assert "{'topic': 'A', 'relation': source('raw', 'raw_a')}" in report
