@@ -22,31 +22,34 @@ zync_records as (
 
 {{ zync_keep_key_order(events, 'zync_records') }},
 
--- per input topic/partition: the first record still pending, else past the last;
--- and (the grand total) the output topic's next offset
-zync_cursors as (
+-- one pass over the records writes every row: Spark would compute zync_final
+-- again for a second reference
+zync_emitted as (
     select
-        case when grouping(topic) = 0 then named_struct(
-            'topic', topic,
-            'partition', partition,
-            'offset', coalesce(min(case when kept_by is null and not expirable then offset end), max(offset) + 1)
-        ) else named_struct(
-            'topic', {{ zync_string(output_topic) }},
-            'partition', 0,
-            'offset', {{ zync_next_output_offset(output_topic, state) }} + count_if(is_out)
-        ) end as kafka,
-        grouping(topic) = 1 and count_if(is_out) = 0 as unmoved
+        *,
+        row_number() over (partition by is_out order by ordering) as out_position,
+        count(*) over (partition by is_out) as out_count,
+        -- the new low-water mark: the first record still pending, else past the last
+        coalesce(
+            min(case when kept_by is null and not expirable then offset end) over (partition by topic, partition),
+            max(offset) over (partition by topic, partition) + 1
+        ) as cursor_offset,
+        row_number() over (partition by topic, partition order by offset) = 1 as is_first
     from zync_final
-    group by grouping sets ((topic, partition), ())
 )
 
 select
-    case when kind = 'out' then named_struct(
-        'topic', {{ zync_string(output_topic) }},
-        'partition', 0,
-        'offset', {{ zync_next_output_offset(output_topic, state) }} + out_position - 1
-    ) else named_struct('topic', topic, 'partition', partition, 'offset', offset) end as kafka,
-    kind,
+    case
+        when kind = 'out' then named_struct(
+            'topic', {{ zync_string(output_topic) }}, 'partition', 0,
+            'offset', {{ zync_next_output_offset(output_topic, state) }} + out_position - 1)
+        when kind = 'output_cursor' then named_struct(
+            'topic', {{ zync_string(output_topic) }}, 'partition', 0,
+            'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
+        when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
+        else named_struct('topic', topic, 'partition', partition, 'offset', offset)
+    end as kafka,
+    case when kind = 'output_cursor' then 'cursor' else kind end as kind,
     case when kind = 'out' then key end as key,
     case when kind = 'out' and fields is not null then named_struct(
         {%- for field in value_fields %}
@@ -56,23 +59,28 @@ select
     case when kind = 'out' then fields end as fields,
     case when kind = 'done' then (case when kept_by is not null then 'processed' else 'expired' end) end as status,
     '{{ invocation_id }}' as run_id
-from (
-    select *, row_number() over (partition by is_out order by ordering) as out_position
-    from zync_final
-    where kept_by is not null or expirable
-)
-lateral view explode(case when is_out then array('out', 'done') else array('done') end) kinds as kind
+from zync_emitted
+lateral view explode(filter(
+    array(
+        case when is_out then 'out' end,
+        case when kept_by is not null or expirable then 'done' end,
+        case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
+        case when is_out and out_position = out_count then 'output_cursor' end
+    ),
+    kind -> kind is not null
+)) kinds as kind
+{%- endmacro %}
 
-union all
 
-select kafka, 'cursor', null, null, null, null, '{{ invocation_id }}'
-from zync_cursors
-where not unmoved
-{%- set known = [] %}
-{%- for topic, partitions in state.cursors | dictsort %}{% for partition, offset in partitions | dictsort %}
-{%- do known.append("(kafka.topic = " ~ zync_string(topic) ~ " and kafka.partition = " ~ partition ~ " and kafka.offset = " ~ offset ~ ")") %}
-{%- endfor %}{% endfor %}
-{%- if known %}
-    and not ({{ known | join(' or ') }})
-{%- endif %}
+{# Whether a new cursor differs from the one this run started from (cursors only move forward). #}
+{% macro zync_cursor_moved(topic, partition, offset, state) -%}
+{%- set known = [] -%}
+{%- for t, partitions in state.cursors | dictsort %}{% for p, o in partitions | dictsort -%}
+{%- do known.append("(" ~ topic ~ " = " ~ zync_string(t) ~ " and " ~ partition ~ " = " ~ p ~ " and " ~ offset ~ " = " ~ o ~ ")") -%}
+{%- endfor %}{% endfor -%}
+{%- if known -%}
+not ({{ known | join(' or ') }})
+{%- else -%}
+true
+{%- endif -%}
 {%- endmacro %}

@@ -48,6 +48,13 @@ class Project:
     def run(self, model: str, expect_success: bool = True):
         return self.dbt("run", "--select", model, expect_success=expect_success)
 
+    def pending(self, model: str) -> list:
+        """The rows of the model's pending report (a view, created on first use)."""
+        view = f"{model}__pending"
+        if not self.spark.catalog.tableExists(f"{SCHEMA}.{view}"):
+            self.run(view)
+        return self.rows(view)
+
     def rows(self, table: str, where: str = "true") -> list:
         return self.spark.sql(f"select * from {SCHEMA}.{table} where {where}").collect()
 

@@ -97,7 +97,7 @@ def test_both_sides_in_one_batch_and_one_side_never_arriving(etl, spark):
     assert ("etlcArrA", 1) not in done(etl)
     cursors = {(r.kafka.topic, r.kafka.offset) for r in etl.rows(OUT, "kind = 'cursor'")}
     assert ("etlcArrA", 1) in cursors and ("etlcArrA", 2) not in cursors
-    pending = etl.rows(f"{OUT}__pending")
+    pending = etl.pending(OUT)
     assert [(r.kafka.topic, r.kafka.offset, r.status) for r in pending] == [("etlcArrA", 1, "pending")]
 
 

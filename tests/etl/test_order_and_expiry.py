@@ -72,7 +72,7 @@ def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spar
     append_raw(spark, RAW_B, [B(0, 50, "c", ref=1, name="new"), B(1, 50, "u", ref=1, name="paid")])
     etl.run(OUT)
     assert outs(etl) == []
-    pending = {(r.kafka.topic, r.kafka.offset): r.reason for r in etl.rows(f"{OUT}__pending")}
+    pending = {(r.kafka.topic, r.kafka.offset): r.reason for r in etl.pending(OUT)}
     assert pending[("etlcOrdB", 1)] == "waits for offset 0 with the same key"
     # The invoice arrives behind other invoices: the pair is numbered by the
     # invoice's offset (5), after the update's (1), so the update waits one
@@ -116,7 +116,7 @@ def test_expired_records_get_done_rows_and_free_their_key_and_the_cursor(tables,
     for r in etl.rows(OUT, "kind = 'cursor'"):
         cursors[r.kafka.topic] = max(cursors.get(r.kafka.topic, -1), r.kafka.offset)
     assert cursors == {"etlcOrdA": 2, "etlcOrdB": 1, "etlcOrdOut": 1}
-    report = {(r.kafka.topic, r.kafka.offset): r.status for r in etl.rows(f"{OUT}__pending")}
+    report = {(r.kafka.topic, r.kafka.offset): r.status for r in etl.pending(OUT)}
     assert report == {
         ("etlcOrdA", 0): "expired", ("etlcOrdA", 1): "expired", ("etlcOrdB", 0): "expired",
         ("etlcOrdA", 2): "pending", ("etlcOrdA", 3): "pending", ("etlcOrdB", 1): "pending",
