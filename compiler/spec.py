@@ -68,10 +68,22 @@ Shape = Text | dict[str, "Shape"] | None
 
 
 @dataclass(frozen=True)
+class ExpireAfter:
+    """How long a record may stay pending: `offsets` newer records, or `seconds` of Kafka time."""
+
+    offsets: int | None = None
+    seconds: float | None = None
+
+    def as_macro_arg(self) -> dict[str, float | int]:
+        return {"offsets": self.offsets} if self.offsets is not None else {"seconds": self.seconds}
+
+
+@dataclass(frozen=True)
 class Input:
     topic: str
     table: str
     where: Where
+    expire_after: ExpireAfter | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,27 @@ def _shape(path: Path, mapping: dict, key: str, what: str) -> Shape:
     raise TransformError(where, f"{what}: expected a SQL expression, a mapping or null", repr(value))
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _expire_after(path: Path, item: dict) -> ExpireAfter | None:
+    """`expire-after: 1000` (offsets) or `expire-after: 30m` (Kafka time: s, m, h or d)."""
+    if item.get("expire-after") is None:
+        return None
+    value = item["expire-after"]
+    where = _where(path, item, "expire-after")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return ExpireAfter(offsets=value)
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match and float(match.group(1)) > 0:
+        return ExpireAfter(seconds=float(match.group(1)) * _DURATION_UNITS[match.group(2)])
+    raise TransformError(
+        where, "expire-after must be a positive number of offsets (e.g. 1000) or a duration (e.g. 90s, 30m, 12h, 7d)",
+        f"expire-after: {value!r}",
+    )
+
+
 def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str) -> Rule:
     what = f"transform {index}"
     if not isinstance(raw, dict):
@@ -207,8 +240,9 @@ def load_transform(path: Path) -> Transform:
     for item in inputs_raw:
         if not isinstance(item, dict):
             raise TransformError(_where(path, raw, "inputs"), "inputs: each input is {topic: ..., table: ...}")
-        _check_keys(path, item, {"topic", "table"}, "input")
-        inputs.append(Input(_topic(path, item, "topic", "input"), _identifier(path, item, "table", "input"), _where(path, item)))
+        _check_keys(path, item, {"topic", "table", "expire-after"}, "input")
+        inputs.append(Input(_topic(path, item, "topic", "input"), _identifier(path, item, "table", "input"),
+                            _where(path, item), _expire_after(path, item)))
     topics = [i.topic for i in inputs]
     if len(set(topics)) != len(topics):
         raise TransformError(_where(path, raw, "inputs"), "inputs: a topic is listed twice")
@@ -216,6 +250,8 @@ def load_transform(path: Path) -> Transform:
     _check_keys(path, output, {"topic", "model"}, "output")
     output_topic = _topic(path, output, "topic", "output")
     model = _identifier(path, output, "model", "output")
+    if output_topic in topics:
+        raise TransformError(_where(path, output, "topic"), f"output: topic {output_topic!r} is also an input; a transform cannot feed itself")
     rules_raw = _require(path, raw, "transforms", list, "transform file")
     if not rules_raw:
         raise TransformError(_where(path, raw, "transforms"), "transforms: at least one transform is needed")

@@ -88,7 +88,14 @@ def cmd_etl_compile(args: argparse.Namespace) -> None:
     files = [Path(f) for f in args.files] or sorted((root / "transforms").glob("*.y*ml"))
     if not files:
         raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
-    generated = compile_transforms(files, root)
+    from compiler.schemas import delta_log_schemas
+
+    target = _target(args)
+    warehouse = Path(target.spark_conf.get("spark.sql.warehouse.dir", root / "spark-warehouse"))
+    notes: list[str] = []
+    generated = compile_transforms(files, root, schemas=delta_log_schemas(warehouse, target.schema), notes=notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     written = write_outputs(generated, root)
     for path in written:
         print(f"wrote {path}")

@@ -11,7 +11,7 @@
 {% macro zync_denorm(left, right, left_keys, right_keys, where=none, after=[]) -%}
 select
     array({{ zync_coordinates('left_record') }}, {{ zync_coordinates('right_record') }}) as consumed,
-    {{ zync_coordinates('left_record') }} as ordering,
+    {{ zync_ordering('left_record') }} as ordering,
     {{ caller() }}
 from (
     {{ zync_pairable(left, 'left_record', left_keys, where, after) | indent(4) }}

@@ -1,42 +1,86 @@
 {#
-  The rows one run appends to the output table, all in one commit:
-  - out rows: one per event, numbered on from the table's next output offset
+  The rest of the model after the rule CTEs and `events`: decides what this
+  run emits and writes every row it appends, in one commit:
+  - out rows: one per event kept, numbered on from the output topic's cursor
     (contiguous, no gaps, so egress can align them with Kafka's offsets),
     with the value's fields and the list of fields the row carries;
-  - done rows: one per input record consumed, status 'processed'.
-  `events` is a relation of events with consumed, ordering, key,
-  value__<field> for each of value_fields, and fields (null = tombstone).
+  - done rows: one per input record consumed ('processed') or given up
+    ('expired');
+  - cursor rows: per input topic/partition whose low-water mark moved, and
+    one for the output topic holding its next offset.
+  `events` is a relation with consumed, ordering, key, value__<field> for each
+  of value_fields, and fields (null = tombstone). `inputs` as for zync_records.
+  Called right after the last CTE, so it begins with a comma.
 #}
-{% macro zync_output_rows(events, output_topic, value_fields) -%}
+{% macro zync_output_rows(events, inputs, output_topic, value_fields, state) -%}
+,
+
+-- every pending record of every input, once
+zync_records as (
+    {{ zync_records(inputs) | indent(4) }}
+),
+
+{{ zync_keep_key_order(events, 'zync_records') }},
+
+-- one pass over the records writes every row: Spark would compute zync_final
+-- again for a second reference
+zync_emitted as (
+    select
+        *,
+        row_number() over (partition by is_out order by ordering) as out_position,
+        count(*) over (partition by is_out) as out_count,
+        -- the new low-water mark: the first record still pending, else past the last
+        coalesce(
+            min(case when kept_by is null and not expirable then offset end) over (partition by topic, partition),
+            max(offset) over (partition by topic, partition) + 1
+        ) as cursor_offset,
+        row_number() over (partition by topic, partition order by offset) = 1 as is_first
+    from zync_final
+)
+
 select
-    named_struct(
-        'topic', '{{ output_topic }}',
-        'partition', 0,
-        'offset', {{ zync_next_output_offset() }} + row_number() over (
-            order by ordering.offset, ordering.topic, ordering.partition
-        ) - 1
-    ) as kafka,
-    'out' as kind,
-    key,
-    case when fields is null then null else named_struct(
+    case
+        when kind = 'out' then named_struct(
+            'topic', {{ zync_string(output_topic) }}, 'partition', 0,
+            'offset', {{ zync_next_output_offset(output_topic, state) }} + out_position - 1)
+        when kind = 'output_cursor' then named_struct(
+            'topic', {{ zync_string(output_topic) }}, 'partition', 0,
+            'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
+        when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
+        else named_struct('topic', topic, 'partition', partition, 'offset', offset)
+    end as kafka,
+    case when kind = 'output_cursor' then 'cursor' else kind end as kind,
+    case when kind = 'out' then key end as key,
+    case when kind = 'out' and fields is not null then named_struct(
         {%- for field in value_fields %}
         '{{ field }}', {{ adapter.quote('value__' ~ field) }}{{ "," if not loop.last }}
         {%- endfor %}
     ) end as value,
-    fields,
-    cast(null as string) as status,
+    case when kind = 'out' then fields end as fields,
+    case when kind = 'done' then (case when kept_by is not null then 'processed' else 'expired' end) end as status,
     '{{ invocation_id }}' as run_id
-from {{ events }}
+from zync_emitted
+lateral view explode(filter(
+    array(
+        case when is_out then 'out' end,
+        case when kept_by is not null or expirable then 'done' end,
+        case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
+        case when is_out and out_position = out_count then 'output_cursor' end
+    ),
+    kind -> kind is not null
+)) kinds as kind
+{%- endmacro %}
 
-union all
 
-select
-    explode(consumed) as kafka,
-    'done' as kind,
-    null as key,
-    null as value,
-    null as fields,
-    'processed' as status,
-    '{{ invocation_id }}' as run_id
-from {{ events }}
+{# Whether a new cursor differs from the one this run started from (cursors only move forward). #}
+{% macro zync_cursor_moved(topic, partition, offset, state) -%}
+{%- set known = [] -%}
+{%- for t, partitions in state.cursors | dictsort %}{% for p, o in partitions | dictsort -%}
+{%- do known.append("(" ~ topic ~ " = " ~ zync_string(t) ~ " and " ~ partition ~ " = " ~ p ~ " and " ~ offset ~ " = " ~ o ~ ")") -%}
+{%- endfor %}{% endfor -%}
+{%- if known -%}
+not ({{ known | join(' or ') }})
+{%- else -%}
+true
+{%- endif -%}
 {%- endmacro %}

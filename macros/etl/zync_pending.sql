@@ -1,19 +1,20 @@
 {#
-  The pending records of one input topic: its raw rows that have no done row
-  in this output table yet (zync's anti-join of the raw pool with the done
-  records). On the first run nothing is done, so every row is pending.
+  The pending records of one input topic: its raw rows at or past the cursor
+  that have no done row in this output table yet (zync's anti-join of the raw
+  pool with the done records, limited to what is new or still pending).
+  On the first run nothing is done, so every row is pending.
 #}
-{% macro zync_pending(relation, topic) -%}
+{% macro zync_pending(relation, topic, state) -%}
 select input.*
 from {{ relation }} as input
-{%- if is_incremental() %}
+{%- if state.incremental %}
 left anti join (
     select kafka
-    from {{ this }}
-    where kind = 'done' and kafka.topic = '{{ topic }}'
+    from {{ this }} as output
+    where kind = 'done' and {{ zync_from_cursor('output', topic, state) }}
 ) as done
     on input.kafka.partition = done.kafka.partition
     and input.kafka.offset = done.kafka.offset
 {%- endif %}
-where input.kafka.topic = '{{ topic }}'
+where {{ zync_from_cursor('input', topic, state) }}
 {%- endmacro %}

@@ -6,7 +6,7 @@
 {% macro zync_stateless(input, where=none, after=[]) -%}
 select
     array({{ zync_coordinates('in_record') }}) as consumed,
-    {{ zync_coordinates('in_record') }} as ordering,
+    {{ zync_ordering('in_record') }} as ordering,
     {{ caller() }}
 from {{ input }} as in_record
 {{- zync_not_consumed_by('in_record', after) }}

@@ -146,3 +146,84 @@ def test_sources_list_every_input_table_with_its_topic(tmp_path):
     sources = next(f.text for f in files if f.path.name == "__sources.yml")
     assert "name: raw_a" in sources and "zync_topic: A" in sources
     assert "name: raw_b" in sources and "zync_topic: B" in sources
+
+
+def test_expire_after_takes_offsets_or_a_duration(tmp_path):
+    text = GOOD.replace("  - {topic: A, table: raw_a}", "  - {topic: A, table: raw_a, expire-after: 1000}")
+    text = text.replace("  - {topic: B, table: raw_b}", "  - {topic: B, table: raw_b, expire-after: 30m}")
+    sql = model_sql(tmp_path, text)
+    assert "{'cte': 'a', 'expire_after': {'offsets': 1000}}" in sql
+    assert "{'cte': 'b', 'expire_after': {'seconds': 1800.0}}" in sql
+
+
+@pytest.mark.parametrize("bad", ["-5", "0", "soon", "10 parsecs", "true"])
+def test_a_bad_expire_after_is_an_error_on_its_line(tmp_path, bad):
+    path = write(tmp_path, GOOD.replace("  - {topic: A, table: raw_a}", f"  - {{topic: A, table: raw_a, expire-after: {bad}}}"))
+    with pytest.raises(TransformError, match=r"t\.yml:2: expire-after must be"):
+        compile_transforms([path], tmp_path)
+
+
+def test_an_output_topic_may_not_be_one_of_its_inputs(tmp_path):
+    path = write(tmp_path, GOOD.replace("output: {topic: C, model: c_out}", "output: {topic: A, model: c_out}"))
+    with pytest.raises(TransformError, match=r"t\.yml:4: .*also an input"):
+        compile_transforms([path], tmp_path)
+
+
+def test_each_output_gets_a_pending_report_model(tmp_path):
+    files = compile_transforms([write(tmp_path, GOOD)], tmp_path)
+    report = next(f.text for f in files if f.path.name == "c_out__pending.sql")
+    assert "zync_pending_report(" in report and "ref('c_out')" in report
+    assert "{'topic': 'A', 'relation': source('raw', 'raw_a')}" in report
+
+
+def _struct(**fields):
+    return {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields.items()]}
+
+
+RAW_A_SCHEMA = _struct(
+    kafka=_struct(topic="string", partition="integer", offset="long"),
+    key=_struct(id="long"),
+    value=_struct(op="string", after=_struct(id="long", name="string")),
+)
+
+
+def _delta_table(warehouse: Path, table: str, schema: dict) -> None:
+    import json
+
+    log = warehouse / "zync.db" / table / "_delta_log"
+    log.mkdir(parents=True)
+    (log / "00000000000000000000.json").write_text(
+        json.dumps({"protocol": {"minReaderVersion": 1}}) + "\n" + json.dumps({"metaData": {"schemaString": json.dumps(schema)}}) + "\n"
+    )
+
+
+def test_field_paths_are_checked_against_the_raw_tables_delta_schema(tmp_path):
+    from compiler.schemas import delta_log_schemas
+
+    _delta_table(tmp_path / "wh", "raw_a", RAW_A_SCHEMA)
+    text = GOOD.replace("key: left.key", "key: left.value.after.nmae")
+    path = write(tmp_path, text)
+    notes: list[str] = []
+    with pytest.raises(TransformError) as error:
+        compile_transforms([path], tmp_path, schemas=delta_log_schemas(tmp_path / "wh", "zync"), notes=notes)
+    message = str(error.value)
+    assert f"{path}:12:" in message
+    assert "unknown field `nmae` in `value.after`; the fields there are: id, name" in message
+    assert "left.value.after.nmae" in message
+
+
+def test_known_fields_pass_and_an_input_without_a_schema_is_noted(tmp_path):
+    from compiler.schemas import delta_log_schemas
+
+    _delta_table(tmp_path / "wh", "raw_a", RAW_A_SCHEMA)
+    notes: list[str] = []
+    files = compile_transforms([write(tmp_path, GOOD)], tmp_path, schemas=delta_log_schemas(tmp_path / "wh", "zync"), notes=notes)
+    assert files
+    assert notes == [f"{tmp_path / 't.yml'}: no schema for raw_b yet (not ingested): expressions over it are not checked"]
+
+
+def test_a_where_over_both_denorm_inputs_is_checked_on_each(tmp_path):
+    schemas = {"raw_a": RAW_A_SCHEMA, "raw_b": _struct(kafka=_struct(offset="long"), key=_struct(id="long"), value=_struct(after=_struct(a_id="long", b="string")))}
+    path = write(tmp_path, GOOD)
+    with pytest.raises(TransformError, match=r"t\.yml:7: unknown field `op` in `value`; the fields there are: after \(input B, table raw_b\)"):
+        compile_transforms([path], tmp_path, schemas=schemas.get)

@@ -1,0 +1,53 @@
+"""Input schemas for checking expressions: from a raw table's Delta log, without starting Spark.
+
+A schema is Delta's JSON struct type ({"type": "struct", "fields": [...]}).
+`field_path_error` says what is wrong with a field path, naming the fields
+that exist, or returns None when the path resolves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+Schema = dict[str, Any]
+SchemaSource = Callable[[str], "Schema | None"]
+
+
+def delta_log_schemas(warehouse: Path, database: str) -> SchemaSource:
+    """A lookup table name -> its current schema, read from <warehouse>/<database>.db/<table>/_delta_log."""
+
+    def lookup(table: str) -> Schema | None:
+        log = warehouse / f"{database}.db" / table / "_delta_log"
+        schema = None
+        for commit in sorted(log.glob("*.json")):
+            for line in commit.read_text().splitlines():
+                action = json.loads(line) if line.strip() else {}
+                if "metaData" in action:
+                    schema = json.loads(action["metaData"]["schemaString"])
+        return schema
+
+    return lookup
+
+
+def _fields(struct: Any) -> list[dict] | None:
+    return struct.get("fields") if isinstance(struct, dict) and struct.get("type") == "struct" else None
+
+
+def field_path_error(schema: Schema, path: list[str]) -> str | None:
+    """None if path (e.g. ['value', 'after', 'ID']) names a field of schema; else what is wrong."""
+    node: Any = schema
+    walked: list[str] = []
+    for name in path:
+        fields = _fields(node)
+        if fields is None:
+            return f"`{'.'.join(walked)}` is not a struct, so it has no field `{name}`"
+        match = next((f for f in fields if f["name"].lower() == name.lower()), None)
+        if match is None:
+            where = f"`{'.'.join(walked)}`" if walked else "the input table"
+            existing = ", ".join(f["name"] for f in fields) or "none"
+            return f"unknown field `{name}` in {where}; the fields there are: {existing}"
+        walked.append(match["name"])
+        node = match["type"]
+    return None

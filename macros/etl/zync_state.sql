@@ -1,0 +1,61 @@
+{#
+  What the output table says before this run, read once when the model is
+  rendered: the cursor (low-water mark) of every input topic/partition, from
+  the cursor rows. Returns {'incremental': bool, 'cursors': {topic: {partition: offset}}}.
+
+  The cursors become literals in the scans (`zync_from_cursor`), which is what
+  lets Delta skip every file below them. A cursor read here may be stale by
+  the time the run commits (another run moved it): that only widens the scan,
+  because pending records are still decided by the anti-join with done rows.
+#}
+{% macro zync_state(output_topic) -%}
+  {%- set state = {'incremental': is_incremental(), 'cursors': {}} -%}
+  {%- if execute and state.incremental and var('zync_cursor', true) -%}
+    {%- set rows = run_query(
+        "select kafka.topic, kafka.partition, max(kafka.offset) from " ~ this
+        ~ " where kind = 'cursor' and kafka.topic <> " ~ zync_string(output_topic) ~ " group by 1, 2"
+    ) -%}
+    {%- for row in rows -%}
+      {%- do state.cursors.setdefault(row[0], {}).update({row[1] | int: row[2] | int}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(state) }}
+{%- endmacro %}
+
+
+{# A SQL string literal (topics are checked by the compiler; quotes are escaped anyway). #}
+{% macro zync_string(text) -%}
+'{{ text | replace("\\", "\\\\") | replace("'", "\\'") }}'
+{%- endmacro %}
+
+
+{#
+  A predicate keeping the rows of `topic` at or past its cursors, over the
+  `kafka` column of `alias`: literals only, so Delta's data skipping prunes
+  every file whose kafka.offset range lies below the cursor.
+#}
+{% macro zync_from_cursor(alias, topic, state) -%}
+  {%- set cursors = state.cursors.get(topic, {}) -%}
+  {{ alias }}.kafka.topic = {{ zync_string(topic) }}
+  {%- if cursors %} and (
+        {%- for partition, offset in cursors | dictsort %}
+        ({{ alias }}.kafka.partition = {{ partition }} and {{ alias }}.kafka.offset >= {{ offset }}) or
+        {%- endfor %}
+        {{ alias }}.kafka.partition not in ({{ cursors.keys() | sort | join(', ') }})
+    )
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#
+  The next output offset, read from the output topic's cursor row when the
+  statement runs (not when it is rendered), so that a run started after
+  another committed numbers on from it.
+#}
+{% macro zync_next_output_offset(output_topic, state) -%}
+{%- if state.incremental -%}
+(select coalesce(max(kafka.offset), 0) from {{ this }} where kind = 'cursor' and kafka.topic = {{ zync_string(output_topic) }})
+{%- else -%}
+cast(0 as bigint)
+{%- endif -%}
+{%- endmacro %}

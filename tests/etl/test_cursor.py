@@ -1,0 +1,110 @@
+"""The cursor: each run reads inputs and done rows only from the cursor on; runs are idempotent
+and two runs at once never duplicate."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.etl.scratch import SCHEMA, append_raw, drop_tables, raw_row
+
+OUT = "etlc_cur_out"
+RAW = "etlc_cur_a"
+
+TRANSFORM = f"""\
+inputs:
+  - {{topic: etlcCurA, table: {RAW}}}
+output: {{topic: etlcCurOut, model: {OUT}}}
+transforms:
+  - type: stateless
+    where: value.op = 'c'
+    in: etlcCurA
+    out: etlcCurOut
+    key: in.key
+    value: {{id: in.value.after.id, name: in.value.after.name}}
+"""
+
+
+def A(offset):
+    return raw_row("etlcCurA", offset, offset % 7, "c", id=offset, name=f"n{offset}")
+
+
+@pytest.fixture
+def etl(project, spark):
+    drop_tables(spark, RAW, OUT, f"{OUT}__pending")
+    yield project({"cursor.yml": TRANSFORM})
+    drop_tables(spark, RAW, OUT, f"{OUT}__pending")
+
+
+def files_of(spark, table: str, where: str) -> set[Path]:
+    rows = spark.sql(f"select distinct input_file_name() from {SCHEMA}.{table} where {where}").collect()
+    return {Path(urlparse(r[0]).path) for r in rows}
+
+
+def test_a_run_after_a_long_history_reads_only_files_past_the_cursor(etl, spark):
+    for commit in range(5):  # a history of five ingest commits, one file each
+        append_raw(spark, RAW, [A(commit * 4 + n) for n in range(4)])
+    etl.run(OUT)
+    history = files_of(spark, RAW, "true") | files_of(spark, OUT, "kind in ('out', 'done')")
+    assert len(history) >= 7
+    # Everything below the cursor (offset 20) is done: take its files away.
+    # A run that opened any of them would fail.
+    for path in history:
+        path.unlink()
+    with pytest.raises(Exception, match="(?i)file.*(not exist|not found)|FileNotFound"):
+        spark.sql(f"select count(*) from {SCHEMA}.{RAW}").collect()
+
+    append_raw(spark, RAW, [A(20), A(21)])
+    etl.run(OUT)
+    new = etl.rows(OUT, "kind = 'out' and kafka.offset >= 20")
+    assert sorted((r.kafka.offset, r.value.id) for r in new) == [(20, 20), (21, 21)]
+    done = etl.rows(OUT, "kind = 'done' and kafka.offset >= 20")
+    assert sorted(r.kafka.offset for r in done) == [20, 21]
+    cursor = spark.sql(
+        f"select max(kafka.offset) from {SCHEMA}.{OUT} where kind = 'cursor' and kafka.topic = 'etlcCurA'"
+    ).collect()[0][0]
+    assert cursor == 22
+
+
+def counts(spark) -> dict[str, int]:
+    rows = spark.sql(f"select kind, count(*) from {SCHEMA}.{OUT} group by kind").collect()
+    return {r[0]: r[1] for r in rows}
+
+
+def test_a_run_with_nothing_new_adds_nothing(etl, spark):
+    append_raw(spark, RAW, [A(n) for n in range(3)])
+    etl.run(OUT)
+    before = counts(spark)
+    assert before == {"out": 3, "done": 3, "cursor": 2}
+    etl.run(OUT)
+    assert counts(spark) == before
+
+
+def test_two_runs_at_once_never_duplicate(etl, spark):
+    append_raw(spark, RAW, [A(n) for n in range(3)])
+    etl.run(OUT)
+    append_raw(spark, RAW, [A(n) for n in range(3, 6)])
+    start = threading.Barrier(2)
+    results = []
+
+    def run() -> None:
+        start.wait()
+        results.append(etl.run(OUT, expect_success=False))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = [r for r in results if not r.success]
+    assert len(results) == 2 and len(failed) <= 1
+    for r in failed:
+        message = str(r.exception or r.result)
+        assert "concurrent" in message.lower() or "already wrote" in message
+    outs = sorted(r.kafka.offset for r in etl.rows(OUT, "kind = 'out'"))
+    assert outs == list(range(6))
+    done = sorted(r.kafka.offset for r in etl.rows(OUT, "kind = 'done'"))
+    assert done == list(range(6))
