@@ -239,16 +239,19 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         ),
         "meta": {"zync_mirror_topic": mirror.topic, "zync_mirror_delete": mirror.delete, "zync_transform_file": str(source)},
         "data_tests": [
-            {"zync_mirror_primary_key": {"source_relation": source_arg, "primary_key": _plain_pairs(mirror.primary_key)}},
-            {"zync_mirror_matches_raw": {"source_relation": source_arg, "topic": mirror.topic, "delete": mirror.delete,
-                                         "primary_key": _plain_pairs(mirror.primary_key),
-                                         "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}},
+            {"zync_mirror_primary_key": {"arguments": {
+                "source_relation": source_arg, "primary_key": _plain_pairs(mirror.primary_key)}}},
+            {"zync_mirror_matches_raw": {"arguments": {
+                "source_relation": source_arg, "topic": mirror.topic, "delete": mirror.delete,
+                "primary_key": _plain_pairs(mirror.primary_key),
+                "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}}},
         ],
         "columns": named + columns,
     }
     if mirror.delete == "hard":
-        model["data_tests"].insert(1, {"zync_mirror_no_deleted_keys": {
-            "source_relation": source_arg, "topic": mirror.topic, "primary_key": _plain_pairs(mirror.primary_key)}})
+        model["data_tests"].insert(1, {"zync_mirror_no_deleted_keys": {"arguments": {
+            "source_relation": source_arg, "topic": mirror.topic, "primary_key": _plain_pairs(mirror.primary_key),
+            "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}}})
     return _yaml({"version": 2, "models": [model]}, GENERATED.format(source=source))
 
 

@@ -16,7 +16,7 @@
       columns=zync_mirror_value_columns(source_relation, settings.columns, key),
       source_ts=zync_mirror_source_ts(source_relation, settings.source_ts),
       after=zync_mirror_cursor(this) if incremental else none,
-      incremental=incremental,
+      keep_deletes=incremental,
   ) }}
 {%- endmacro %}
 
@@ -30,15 +30,15 @@
     delete before the cursor) has a source time at or after the read's;
     zync_mirror_merge_sql applies the same rule against the mirror's row;
   - of what is left, the change with the largest offset wins per key.
-  incremental=false (a rebuild) leaves deleted keys out in hard mode;
-  incremental=true keeps the deletes for the MERGE to apply.
+  keep_deletes=false (a rebuild) leaves deleted keys out in hard mode;
+  keep_deletes=true keeps the deletes (for the MERGE to apply).
   Soft mode adds _zync_deleted and _zync_deleted_at.
 #}
-{% macro zync_mirror_rows(source_relation, topic, delete, key, columns, source_ts, after=none, incremental=false) -%}
+{% macro zync_mirror_rows(source_relation, topic, delete, key, columns, source_ts, after=none, keep_deletes=false) -%}
   {%- set key_names = [] -%}
   {%- for name, expression in key -%}{%- do key_names.append(adapter.quote(name)) -%}{%- endfor -%}
   {%- set partition_by = key_names | join(', ') -%}
-  {%- set guard_history = incremental and delete == 'hard' and zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
+  {%- set guard_history = keep_deletes and delete == 'hard' and after and zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
 with
 
 changes as (
@@ -104,7 +104,7 @@ kept as (
     {%- endif %}
     where not coalesce(
         `_zync_op` = 'r'
-        and greatest(`_zync_earlier_ts`{{ ", `_zync_deleted_ts`" if guard_history }}) >= `_zync_source_ts`,
+        and {{ "greatest(`_zync_earlier_ts`, `_zync_deleted_ts`)" if guard_history else "`_zync_earlier_ts`" }} >= `_zync_source_ts`,
         false
     )
 ),
@@ -129,7 +129,7 @@ select
     {%- endif %}
 from latest
 where `_zync_rank` = 1
-{%- if delete == 'hard' and not incremental %}
+{%- if delete == 'hard' and not keep_deletes %}
     and `_zync_op` != 'd'
 {%- endif %}
 {%- endmacro %}
