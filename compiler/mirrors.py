@@ -136,10 +136,11 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror:
     source_ts = None
     if "source-ts" in raw:
         source_ts = Text(str(_require(path, raw, "source-ts", str, what)), _where(path, raw, "source-ts"))
-    names = [n.lower() for n, _ in (primary_key or ()) + (columns or ())]
-    for name in names:
-        if names.count(name) > 1:
-            raise TransformError(_where(path, raw), f"{what}: column {name!r} is named twice (primary-key and columns share one namespace)")
+    seen: set[str] = set()
+    for name, text in (primary_key or ()) + (columns or ()):
+        if name.lower() in seen:  # Spark resolves column names case-insensitively
+            raise TransformError(text.where, f"{what}: column {name!r} is named twice (primary-key and columns share one namespace)")
+        seen.add(name.lower())
     return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw))
 
 
