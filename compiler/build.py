@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlglot import exp
 
 from compiler import expressions as sql
+from compiler import mirrors
 from compiler.properties import render_properties, render_sources
 from compiler.schemas import SchemaSource, field_path_error
 from compiler.spec import Rule, Shape, Text, Transform, TransformError, load_transform
@@ -233,7 +234,9 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
     schemas: table -> its schema (or None when not known yet); field paths are
     checked against it. notes collects what could not be checked.
     """
-    transforms = [load_transform(p) for p in paths]
+    # Mirror files (top level `mirrors:`) compile in compiler/mirrors.py; their raw tables join the sources.
+    mirror_files = [mirrors.load_mirrors(p) for p in paths if mirrors.is_mirror_file(p)]
+    transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
     if schemas is not None:
         for t in transforms:
             found = check_fields(t, schemas)
@@ -256,7 +259,8 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
         files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.sql", render_model(t, project_root)))
         files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.yml", render_properties(t, relative(t.path))))
         files.append(GeneratedFile(MODELS_FOLDER / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
-    files.append(GeneratedFile(SOURCES_FILE, render_sources(transforms, [relative(p) for p in paths])))
+    files += [GeneratedFile(path, text) for path, text in mirrors.compile_mirrors(mirror_files, relative)]
+    files.append(GeneratedFile(SOURCES_FILE, render_sources([*transforms, *mirror_files], [relative(p) for p in paths])))
     return files
 
 

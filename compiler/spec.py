@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -99,6 +99,13 @@ class Rule:
     join_on: Text | None = None
 
 
+class ReadsRawTables(Protocol):
+    """A compiled file whose models read raw tables (a transform file or a mirror file)."""
+
+    @property
+    def reads(self) -> tuple[tuple[str, Input], ...]: ...
+
+
 @dataclass(frozen=True)
 class Transform:
     path: Path
@@ -106,6 +113,11 @@ class Transform:
     output_topic: str
     model: str
     rules: tuple[Rule, ...] = field(default_factory=tuple)
+
+    @property
+    def reads(self) -> tuple[tuple[str, Input], ...]:
+        """(model, input) for every raw table this file's models read: what the sources YAML lists."""
+        return tuple((self.model, i) for i in self.inputs)
 
 
 def _where(path: Path, mapping: Any, key: str | None = None) -> Where:

@@ -1,0 +1,13 @@
+{#
+  Data test: the mirror's primary key is unique and never null.
+  Fails with one row per duplicated or null key.
+#}
+{% test zync_mirror_primary_key(model, source_relation, primary_key=none) %}
+{%- set names = zync_mirror_key_columns(source_relation, primary_key) | map('first') | list -%}
+{%- set quoted = [] -%}
+{%- for name in names -%}{%- do quoted.append(adapter.quote(name)) -%}{%- endfor -%}
+select {{ quoted | join(', ') }}, count(*) as rows_with_this_key
+from {{ model }}
+group by {{ quoted | join(', ') }}
+having count(*) > 1 or {% for q in quoted %}{{ q }} is null{{ " or " if not loop.last }}{% endfor %}
+{% endtest %}

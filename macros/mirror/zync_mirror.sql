@@ -1,0 +1,44 @@
+{#
+  The `zync_mirror` materialization: a current-state table kept by Delta MERGE.
+
+  dbt-spark 1.11's `incremental` materialization accepts only its own
+  strategies (append, merge, insert_overwrite, microbatch) and its `merge`
+  can neither delete nor guard an update, so mirrors get this small
+  materialization, modelled on dbt-spark's incremental one:
+  - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the model
+    (a rebuild from the raw history; Delta keeps the history across a replace);
+  - otherwise: the model (the changes past the mirror's cursor) as a temporary
+    view, then one MERGE (see zync_mirror_merge_sql) = one Delta commit.
+  The model's settings live in its meta: {'zync_mirror': {topic, delete,
+  primary_key, columns, source_ts}} (written by `zync etl compile`).
+#}
+{% materialization zync_mirror, adapter='spark' %}
+  {%- set settings = zync_mirror_settings() -%}
+  {%- set target_relation = this -%}
+  {%- set existing_relation = load_relation(this) -%}
+  {%- set changes_relation = this.incorporate(path={"identifier": this.identifier ~ '__zync_changes'}).include(database=false, schema=false) -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- if existing_relation is none or should_full_refresh() -%}
+    {%- call statement('main') -%}
+      {{ create_table_as(False, target_relation, compiled_code) }}
+    {%- endcall -%}
+  {%- else -%}
+    {%- call statement('create_changes') -%}
+      {{ create_table_as(True, changes_relation, compiled_code) }}
+    {%- endcall -%}
+    {#- New value fields evolve the mirror through MERGE's schema auto-merge. -#}
+    {%- call statement('schema_evolution') -%}
+      set spark.databricks.delta.schema.autoMerge.enabled = true
+    {%- endcall -%}
+    {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
+    {%- call statement('main') -%}
+      {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, settings.delete) }}
+    {%- endcall -%}
+  {%- endif -%}
+
+  {% do persist_docs(target_relation, model) %}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

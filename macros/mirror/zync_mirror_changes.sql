@@ -1,0 +1,150 @@
+{#
+  The body of a mirror model: on the first run (or --full-refresh) the
+  mirror's rows rebuilt from the whole raw history; afterwards the changes
+  past the mirror's cursor, one row per key, for zync_mirror_merge_sql.
+#}
+{% macro zync_mirror_changes(source_relation) -%}
+  {%- set settings = zync_mirror_settings() -%}
+  {%- set existing = load_relation(this) if execute else none -%}
+  {%- set incremental = existing is not none and not should_full_refresh() -%}
+  {%- set key = zync_mirror_key_columns(source_relation, settings.primary_key) -%}
+  {{ zync_mirror_rows(
+      source_relation,
+      topic=settings.topic,
+      delete=settings.delete,
+      key=key,
+      columns=zync_mirror_value_columns(source_relation, settings.columns, key),
+      source_ts=zync_mirror_source_ts(source_relation, settings.source_ts),
+      after=zync_mirror_cursor(this) if incremental else none,
+      keep_deletes=incremental,
+  ) }}
+{%- endmacro %}
+
+
+{#
+  The last change per key among a topic's raw rows (optionally only those
+  matching `after`, the cursor filter), in offset order:
+  - tombstones (null value) and ops other than c, r, u, d are skipped;
+  - the re-snapshot guard: a snapshot read (r) is dropped when an earlier
+    change to its key (earlier in this batch, or in hard mode an earlier
+    delete before the cursor) has a source time at or after the read's;
+    zync_mirror_merge_sql applies the same rule against the mirror's row;
+  - of what is left, the change with the largest offset wins per key.
+  keep_deletes=false (a rebuild) leaves deleted keys out in hard mode;
+  keep_deletes=true keeps the deletes (for the MERGE to apply).
+  Soft mode adds _zync_deleted and _zync_deleted_at.
+#}
+{% macro zync_mirror_rows(source_relation, topic, delete, key, columns, source_ts, after=none, keep_deletes=false) -%}
+  {%- set key_names = [] -%}
+  {%- for name, expression in key -%}{%- do key_names.append(adapter.quote(name)) -%}{%- endfor -%}
+  {%- set partition_by = key_names | join(', ') -%}
+  {%- set guard_history = keep_deletes and delete == 'hard' and after and zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
+with
+
+changes as (
+    select
+        {%- for name, expression in key + columns %}
+        {{ expression }} as {{ adapter.quote(name) }},
+        {%- endfor %}
+        `value`.`op` as `_zync_op`,
+        cast({{ source_ts }} as bigint) as `_zync_source_ts`,
+        named_struct('topic', `kafka`.`topic`, 'partition', `kafka`.`partition`, 'offset', `kafka`.`offset`, 'timestamp', `kafka`.`timestamp`) as `_zync_kafka`
+    from {{ source_relation }}
+    where `kafka`.`topic` = '{{ topic }}'
+        and `value` is not null
+        and `value`.`op` in ('c', 'r', 'u', 'd')
+        {%- if after %}
+        and (
+        {{ after }}
+        )
+        {%- endif %}
+),
+{%- if guard_history %}
+
+-- hard mode keeps no deleted rows: the raw history before the cursor
+-- remembers the deletes of keys that arrive now as snapshot reads
+past_deletes as (
+    select
+        {%- for name, expression in key %}
+        {{ expression }} as {{ adapter.quote(name) }},
+        {%- endfor %}
+        max(cast({{ source_ts }} as bigint)) as `_zync_deleted_ts`
+    from {{ source_relation }}
+    where `kafka`.`topic` = '{{ topic }}'
+        and `value`.`op` = 'd'
+        and not (
+        {{ after }}
+        )
+    group by {% for name, expression in key %}{{ expression }}{{ ", " if not loop.last }}{% endfor %}
+),
+
+snapshot_keys as (
+    select distinct {{ partition_by }} from changes where `_zync_op` = 'r'
+),
+{%- endif %}
+
+ordered as (
+    select
+        changes.*,
+        max(`_zync_source_ts`) over (
+            partition by {{ partition_by }}
+            order by `_zync_kafka`.`offset`
+            rows between unbounded preceding and 1 preceding
+        ) as `_zync_earlier_ts`
+    from changes
+),
+
+kept as (
+    select ordered.*
+    from ordered
+    {%- if guard_history %}
+    left join (
+        select past_deletes.* from past_deletes left semi join snapshot_keys using ({{ partition_by }})
+    ) as past using ({{ partition_by }})
+    {%- endif %}
+    where not coalesce(
+        `_zync_op` = 'r'
+        and {{ "greatest(`_zync_earlier_ts`, `_zync_deleted_ts`)" if guard_history else "`_zync_earlier_ts`" }} >= `_zync_source_ts`,
+        false
+    )
+),
+
+latest as (
+    select
+        kept.*,
+        row_number() over (partition by {{ partition_by }} order by `_zync_kafka`.`offset` desc) as `_zync_rank`
+    from kept
+)
+
+select
+    {%- for name, expression in key + columns %}
+    {{ adapter.quote(name) }},
+    {%- endfor %}
+    `_zync_op`,
+    `_zync_source_ts`,
+    `_zync_kafka`
+    {%- if delete == 'soft' %},
+    `_zync_op` = 'd' as `_zync_deleted`,
+    case when `_zync_op` = 'd' then coalesce(timestamp_millis(`_zync_source_ts`), `_zync_kafka`.`timestamp`) end as `_zync_deleted_at`
+    {%- endif %}
+from latest
+where `_zync_rank` = 1
+{%- if delete == 'hard' and not keep_deletes %}
+    and `_zync_op` != 'd'
+{%- endif %}
+{%- endmacro %}
+
+
+{#- Whether the changes past the cursor hold any snapshot read (r): only then is the raw history consulted. -#}
+{% macro zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
+  {%- if not execute -%}
+    {{ return(false) }}
+  {%- endif -%}
+  {%- set probe -%}
+    select 1 from {{ source_relation }}
+    where `kafka`.`topic` = '{{ topic }}' and `value`.`op` = 'r'
+    {%- if after %} and ({{ after }}){% endif %}
+    limit 1
+  {%- endset -%}
+  {{ return(run_query(probe).rows | length > 0) }}
+{%- endmacro %}
