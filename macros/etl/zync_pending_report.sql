@@ -22,14 +22,14 @@ input_{{ loop.index }} as (
         from {{ output }}
         where kind = 'cursor' and kafka.topic = {{ zync_string(input.topic) }}
         group by kafka.partition
-    ) as cursor
-        on raw.kafka.partition = cursor.partition
+    ) as cursors
+        on raw.kafka.partition = cursors.partition
     left join (
         select kafka, status from {{ output }} where kind = 'done' and kafka.topic = {{ zync_string(input.topic) }}
     ) as done
         on raw.kafka.partition = done.kafka.partition and raw.kafka.offset = done.kafka.offset
     where raw.kafka.topic = {{ zync_string(input.topic) }}
-        and (raw.kafka.offset >= coalesce(cursor.offset, 0) or done.status = 'expired')
+        and (raw.kafka.offset >= coalesce(cursors.offset, 0) or done.status = 'expired')
 ),
 {%- endfor %}
 
@@ -46,7 +46,7 @@ select
     kafka,
     coalesce(status, 'pending') as status,
     case
-        when status = 'expired' then 'expired: pending longer than the input''s expire-after'
+        when status = 'expired' then 'expired: pending longer than its expire-after allows'
         when earlier_offset is not null then concat('waits for offset ', earlier_offset, ' with the same key')
         else 'no transform has taken it yet (a denorm partner has not arrived, or no rule matches it)'
     end as reason,

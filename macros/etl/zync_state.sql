@@ -32,7 +32,9 @@
 {#
   A predicate keeping the rows of `topic` at or past its cursors, over the
   `kafka` column of `alias`: literals only, so Delta's data skipping prunes
-  every file whose kafka.offset range lies below the cursor.
+  every file whose kafka.offset range lies below the cursor. (Partitions
+  without a cursor yet are spelled with `<>`, which data skipping evaluates;
+  a disjunct it cannot evaluate would make it read every file.)
 #}
 {% macro zync_from_cursor(alias, topic, state) -%}
   {%- set cursors = state.cursors.get(topic, {}) -%}
@@ -41,7 +43,7 @@
         {%- for partition, offset in cursors | dictsort %}
         ({{ alias }}.kafka.partition = {{ partition }} and {{ alias }}.kafka.offset >= {{ offset }}) or
         {%- endfor %}
-        {{ alias }}.kafka.partition not in ({{ cursors.keys() | sort | join(', ') }})
+        ({% for partition in cursors | sort %}{{ alias }}.kafka.partition <> {{ partition }}{{ " and " if not loop.last }}{% endfor %})
     )
   {%- endif -%}
 {%- endmacro %}
