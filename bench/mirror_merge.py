@@ -156,7 +156,8 @@ def main() -> None:
         "rows": args.rows, "changes": args.changes, **mix,
         "mirror_rows_after": mirror_rows,
         "merge_metrics": {k: merge["operationMetrics"].get(k) for k in (
-            "numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted", "numSourceRows")},
+            "numSourceRows", "numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted",
+            "numTargetFilesAdded", "numTargetFilesRemoved", "numTargetDeletionVectorsAdded")},
         "setup_seconds": round(setup_seconds, 1),
         "initial_build_seconds": round(initial_seconds, 1),
         "incremental_run_seconds": round(incremental_seconds, 1),
