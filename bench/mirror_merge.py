@@ -123,6 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--changes", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=2, help="measure each side this many times, alternating")
     args = parser.parse_args()
 
     from zync.config import load_target
@@ -140,9 +141,18 @@ def main() -> None:
     initial_seconds = dbt(project, "run", "--select", "bench_mirror")  # first run: built from the snapshot
     mix = append_changes(spark, args.rows, args.changes)
 
-    incremental_seconds = dbt(project, "run", "--select", "bench_mirror")
-    merge = spark.sql("describe history zync.bench_mirror").orderBy("version", ascending=False).first()
-    rebuild_seconds = dbt(project, "run", "--select", "bench_mirror_rebuild", "--full-refresh")
+    # The machine is shared: alternate the two measurements and keep each one's best.
+    start_version = spark.sql("describe history zync.bench_mirror").agg({"version": "max"}).first()[0]
+    incremental_runs, rebuild_runs, loads = [], [], []
+    for attempt in range(args.repeat):
+        if attempt:
+            spark.sql(f"restore table zync.bench_mirror to version as of {start_version}")
+        loads.append(round(os.getloadavg()[0], 1))
+        incremental_runs.append(dbt(project, "run", "--select", "bench_mirror"))
+        merge = spark.sql("describe history zync.bench_mirror").orderBy("version", ascending=False).first()
+        loads.append(round(os.getloadavg()[0], 1))
+        rebuild_runs.append(dbt(project, "run", "--select", "bench_mirror_rebuild", "--full-refresh"))
+    incremental_seconds, rebuild_seconds = min(incremental_runs), min(rebuild_runs)
 
     columns = ", ".join(f"`{c}`" for c in spark.table("zync.bench_mirror_rebuild").columns)
     only_incremental = spark.sql(f"select {columns} from zync.bench_mirror except all select {columns} from zync.bench_mirror_rebuild").count()
@@ -156,11 +166,15 @@ def main() -> None:
         "rows": args.rows, "changes": args.changes, **mix,
         "mirror_rows_after": mirror_rows,
         "merge_metrics": {k: merge["operationMetrics"].get(k) for k in (
-            "numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted", "numSourceRows")},
+            "numSourceRows", "numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted",
+            "numTargetFilesAdded", "numTargetFilesRemoved", "numTargetDeletionVectorsAdded")},
         "setup_seconds": round(setup_seconds, 1),
         "initial_build_seconds": round(initial_seconds, 1),
         "incremental_run_seconds": round(incremental_seconds, 1),
         "rebuild_seconds": round(rebuild_seconds, 1),
+        "incremental_runs_seconds": [round(x, 1) for x in incremental_runs],
+        "rebuild_runs_seconds": [round(x, 1) for x in rebuild_runs],
+        "load_average_before_each": loads,
         "speedup": round(rebuild_seconds / incremental_seconds, 1),
         "identical_contents": True,
         "machine": f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end "
@@ -170,8 +184,10 @@ def main() -> None:
     print(f"mirror of {args.rows:,} rows, {args.changes:,} changes "
           f"({mix['updates']:,} updates, {mix['inserts']:,} inserts, {mix['deletes']:,} deletes)")
     print(f"  MERGE applied: {figures['merge_metrics']}")
-    print(f"  incremental dbt run : {incremental_seconds:7.1f} s")
-    print(f"  anchor: rebuild from the whole raw history (dbt run --full-refresh): {rebuild_seconds:7.1f} s")
+    print(f"  incremental dbt run : {incremental_seconds:7.1f} s (best of {figures['incremental_runs_seconds']})")
+    print(f"  anchor: rebuild from the whole raw history (dbt run --full-refresh): {rebuild_seconds:7.1f} s "
+          f"(best of {figures['rebuild_runs_seconds']})")
+    print(f"  load average before each measurement: {loads}")
     print(f"  speedup: {figures['speedup']}x (target >= 5x); contents identical ({mirror_rows:,} rows)")
     print(f"  machine: {figures['machine']}")
     spark.stop()

@@ -36,7 +36,14 @@ def invoice(op: str, ident: int, customer: str | None = None, item: str | None =
 
 def produce_and_ingest(target, records: list[dict]) -> None:
     topics.produce(target, TOPIC, records, SCHEMAS / "Invoices-key.avsc", SCHEMAS / "Invoices-value.avsc")
-    Ingest(target, [TOPIC], table=RAW).run(exit_after=1.0)
+    # On a busy machine the consumer's first fetch can outlast a short idle
+    # timeout; ingest resumes from the table, so run it until all have landed.
+    landed = 0
+    for _ in range(5):
+        landed += Ingest(target, [TOPIC], table=RAW).run(exit_after=3.0)
+        if landed >= len(records):
+            break
+    assert landed == len(records)
 
 
 @pytest.fixture(scope="module")
