@@ -88,6 +88,7 @@ class RawTable:
         self.location = location
         self.run_id = uuid.uuid4().hex
         self._txn_version = -1
+        self._location_of_name: str | None = None
         self._seen_version = -1  # the table version up to which this ingest has checked the log
         self._exists = False
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
@@ -105,7 +106,9 @@ class RawTable:
     def _path(self) -> str:
         if self.location:
             return self.location
-        return self.spark.sql(f"describe detail {self.sql_name}").first()["location"]
+        if self._location_of_name is None:  # a Spark job: asked once
+            self._location_of_name = self.spark.sql(f"describe detail {self.sql_name}").first()["location"]
+        return self._location_of_name
 
     def exists(self) -> bool:
         if not self._exists:
