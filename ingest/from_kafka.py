@@ -73,6 +73,9 @@ class Ingest:
         self.max_interval = max_interval
         self.registry = Registry(target.schema_registry)
         self.spark = spark_session(target)
+        # Delta rebuilds a table's state (for the resume point's txn version) in this many
+        # tasks; its default of 50 is for clusters and costs seconds per table here.
+        self.spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")
         self.decoder = Decoder(self.spark, self.registry, decoder)
         self.progress = progress or IngestProgress()
         self.states: dict[str, TopicState] = {}

@@ -88,6 +88,8 @@ class RawTable:
         self.location = location
         self.run_id = uuid.uuid4().hex
         self._txn_version = -1
+        self._location_of_name: str | None = None
+        self._seen_version = -1  # the table version up to which this ingest has checked the log
         self._exists = False
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
 
@@ -104,7 +106,9 @@ class RawTable:
     def _path(self) -> str:
         if self.location:
             return self.location
-        return self.spark.sql(f"describe detail {self.sql_name}").first()["location"]
+        if self._location_of_name is None:  # a Spark job: asked once
+            self._location_of_name = self.spark.sql(f"describe detail {self.sql_name}").first()["location"]
+        return self._location_of_name
 
     def exists(self) -> bool:
         if not self._exists:
@@ -159,6 +163,7 @@ class RawTable:
         check_envelope(schema, self.label)
         snapshot = self._snapshot()
         self._txn_version = self._txn_of(snapshot)
+        self._seen_version = int(snapshot.version())
         rows = self.spark.sql(
             f"select kafka.partition as p, max(kafka.offset) as o, "
             f"max_by(kafka.key_schema_id, kafka.offset) as k, max_by(kafka.value_schema_id, kafka.offset) as v "
@@ -206,11 +211,11 @@ class RawTable:
     def append(self, frame, where: str) -> None:
         """Append one batch as one idempotent Delta commit, or fail if another ingest wrote meanwhile."""
         started = time.monotonic()
-        snapshot = self._snapshot()
-        current = self._txn_of(snapshot)
-        if current != self._txn_version:
-            raise self._conflict(where, f"its commit {current} is newer than this ingest's {self._txn_version}")
-        version = current + 1
+        # Only the commits since the last one this ingest saw are read (JSON files, no Spark job).
+        seen, others, _ = self._commits_since(self._seen_version, None)
+        if others:
+            raise self._conflict(where, f"it made commit {others[0]} since this one started")
+        version = self._txn_version + 1
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
@@ -226,23 +231,35 @@ class RawTable:
             raise
         self._exists = True
         started = time.monotonic()
-        if not self._committed(snapshot.version(), marker):
+        latest, others, mine = self._commits_since(seen, marker)
+        if mine is None or (others and others[0] < mine):
+            # Delta skips an idempotent write whose txnVersion is already in the table.
             raise self._conflict(where, f"it committed batch number {version} first; this one was skipped")
+        self._seen_version, self._txn_version = latest, version
         self.check_seconds += time.monotonic() - started
-        self._txn_version = version
 
-    def _committed(self, before: int, marker: str) -> bool:
-        """Whether a commit after version `before` carries this ingest's marker (Delta skips a stale txn)."""
-        changes = self._log().getChanges(int(before) + 1, False)
+    def _commits_since(self, version: int, marker: str | None) -> tuple[int, list[int], int | None]:
+        """(latest version, versions of other ingests' commits, version of the commit with `marker`)
+        among the commits after `version`."""
+        latest, others, mine = version, [], None
+        changes = self._log().getChanges(int(version) + 1, False)
         while changes.hasNext():
-            actions = changes.next()._2()
+            change = changes.next()
+            latest = int(change._1())
+            actions = change._2()
+            txn, meta = False, None
             for i in range(actions.size()):
                 action = actions.apply(i)
-                if action.getClass().getSimpleName() == "CommitInfo":
-                    meta = action.userMetadata()
-                    if meta.isDefined() and meta.get() == marker:
-                        return True
-        return False
+                kind = action.getClass().getSimpleName()
+                if kind == "SetTransaction" and action.appId() == TXN_APP_ID:
+                    txn = True
+                elif kind == "CommitInfo" and action.userMetadata().isDefined():
+                    meta = action.userMetadata().get()
+            if marker is not None and meta == marker:
+                mine = latest
+            elif txn:
+                others.append(latest)
+        return latest, others, mine
 
     def _conflict(self, where: str, detail: str) -> ConcurrentIngestError:
         return ConcurrentIngestError(

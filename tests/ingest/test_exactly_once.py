@@ -48,7 +48,7 @@ def test_kill_9_mid_run_then_restart_loses_and_duplicates_nothing(producer, spar
     first = ZyncProcess(args, tmp_path / "state-1")
     try:
         # Killed once it has committed a few batches, while it is committing more.
-        _wait_for(lambda: _commits(location) >= 4 or first.poll() is not None, 300, "the first commits")
+        _wait_for(lambda: _commits(location) >= 4 or first.poll() is not None, 600, "the first commits")
         assert first.poll() is None, first.stderr()[-2000:]
         os.kill(first.pid, signal.SIGKILL)
         first.wait(30)
@@ -60,7 +60,7 @@ def test_kill_9_mid_run_then_restart_loses_and_duplicates_nothing(producer, spar
 
     second = ZyncProcess(args, tmp_path / "state-2")
     try:
-        assert second.wait(300) == 0, second.stderr()[-2000:]
+        assert second.wait(600) == 0, second.stderr()[-2000:]
     finally:
         second.stop()
     assert '"event": "start"' in second.stderr() and '"resume_offsets": {}' not in second.stderr()
@@ -77,16 +77,16 @@ def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, s
     one = ZyncProcess(args, tmp_path / "state-1")
     two = None
     try:
-        _wait_for(lambda: _commits(location) >= 2 or one.poll() is not None, 300, "the first ingest's commit")
+        _wait_for(lambda: _commits(location) >= 2 or one.poll() is not None, 600, "the first ingest's commit")
         two = ZyncProcess(args, tmp_path / "state-2")
-        _wait_for(lambda: two.poll() is not None or '"event": "start"' in two.stderr(), 300,
+        _wait_for(lambda: two.poll() is not None or '"event": "start"' in two.stderr(), 600,
                   "the second ingest's start")
         time.sleep(2)  # both caught up: from here on both read every new message
         for start in range(10, 400, 30):
             producer.send(topic, KEY, envelope(ROW_V1), _events(start, 30))
-        _wait_for(lambda: one.poll() is not None or two.poll() is not None, 300, "one ingest to stop")
+        _wait_for(lambda: one.poll() is not None or two.poll() is not None, 600, "one ingest to stop")
         loser, winner = (one, two) if one.poll() is not None else (two, one)
-        _wait_for(lambda: sum(_offsets(spark, location).values()) >= 400 or winner.poll() is not None, 300,
+        _wait_for(lambda: sum(_offsets(spark, location).values()) >= 400 or winner.poll() is not None, 600,
                   "the other ingest to commit everything")
         assert winner.poll() is None, winner.stderr()[-3000:]
     finally:
