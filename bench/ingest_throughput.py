@@ -2,7 +2,7 @@
 
 Builds a topic of N (default 1,000,000) Debezium-shaped change events (15-field
 rows in before/after, a source block, op, ts_ms; pre-encoded Avro bytes) on its
-own embedded Kafka and registry (ports 33192/33181, state in bench/out/), then
+own embedded Kafka and registry (ports 23192/23181, state in bench/out/), then
 measures in the same run:
 - the ceiling: confluent-kafka merely consuming the messages;
 - zync from-kafka into Delta, JVM decoding (from_avro; the default), at two batch sizes,
@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 STATE = OUT / "ingest-state"
 os.environ.update({"ZYNC_PROJECT_DIR": str(ROOT), "ZYNC_STATE_DIR": str(STATE),
-                   "ZYNC_KAFKA_PORT": os.environ.get("BENCH_KAFKA_PORT", "33192"),
-                   "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "33181"), "ZYNC_TARGET": "local"})
+                   "ZYNC_KAFKA_PORT": os.environ.get("BENCH_KAFKA_PORT", "23192"),
+                   "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "23181"), "ZYNC_TARGET": "local"})
 sys.path.insert(0, str(ROOT))
 
 ROW_FIELDS = [

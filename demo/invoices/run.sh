@@ -15,7 +15,7 @@ export ZYNC_STATE_DIR="$PWD/.local/demo-state" ZYNC_KAFKA_PORT=19192 ZYNC_REGIST
 zync down >/dev/null
 rm -rf "$ZYNC_STATE_DIR"
 zync up
-zync etl compile transforms/invoices.yml
+zync etl compile
 
 for batch in 1 2 3 4; do
   echo
@@ -27,7 +27,7 @@ for batch in 1 2 3 4; do
       --key-schema "$demo/schemas/$topic-key.avsc" --value-schema "$demo/schemas/$topic-value.avsc" "$file"
   done
   zync from-kafka --topic Invoices --topic InvoiceStatus --exit-after 2s
-  dbt run --quiet --select new_invoices
+  dbt run --select new_invoices
   zync to-kafka --table new_invoices
   echo "--- NewInvoices after batch $batch"
   zync consume --topic NewInvoices --from-beginning --exit-after 2s
