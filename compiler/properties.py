@@ -45,7 +45,8 @@ OUTPUT_COLUMNS = [
 ]
 
 
-def _snake(name: str) -> str:
+def snake(name: str) -> str:
+    """A name in snake case (InvoiceStatus -> invoice_status), as generated names use."""
     name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
     return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower()
 
@@ -63,7 +64,7 @@ def _yaml(data: object, header: str) -> str:
 
 def exposure_name(topic: str) -> str:
     """The exposure of an output topic: kafka_topic_<topic in snake case>."""
-    return f"kafka_topic_{_snake(topic) or 'output'}"
+    return f"kafka_topic_{snake(topic) or 'output'}"
 
 
 def _inputs_argument(transform: Transform) -> list[dict[str, str]]:

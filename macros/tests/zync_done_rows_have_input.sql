@@ -22,12 +22,7 @@ with done as (
 ),
 
 inputs as (
-    {%- for input in inputs %}
-    {{ zync_test_input_records(input) | indent(4) }}
-    {%- if not loop.last %}
-    union all
-    {%- endif %}
-    {%- endfor %}
+    {{ zync_test_input_records(inputs) | indent(4) }}
 )
 
 select done.input_topic, done.input_partition, done.input_offset, done.status

@@ -28,12 +28,7 @@ cursors as (
 ),
 
 inputs as (
-    {%- for input in inputs %}
-    {{ zync_test_input_records(input) | indent(4) }}
-    {%- if not loop.last %}
-    union all
-    {%- endif %}
-    {%- endfor %}
+    {{ zync_test_input_records(inputs) | indent(4) }}
 ),
 
 below_cursor as (

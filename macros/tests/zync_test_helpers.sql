@@ -19,10 +19,12 @@ group by kafka.topic, kafka.partition
 
 
 {#
-  The coordinates of one input's raw records: `input` is {topic, relation}
-  as the compiler writes it in the properties YAML.
+  The coordinates of every raw record of the transform's inputs, one
+  union: `inputs` is [{topic, relation}] as the compiler writes it in the
+  properties YAML.
 #}
-{% macro zync_test_input_records(input) -%}
+{% macro zync_test_input_records(inputs) -%}
+{%- for input in inputs %}
 select
     kafka.topic as input_topic,
     kafka.partition as input_partition,
@@ -30,6 +32,10 @@ select
     kafka.timestamp as input_timestamp
 from {{ input['relation'] }}
 where kafka.topic = {{ dbt.string_literal(input['topic']) }}
+{%- if not loop.last %}
+union all
+{% endif %}
+{%- endfor %}
 {%- endmacro %}
 
 
