@@ -75,10 +75,13 @@ def make_project(tmp_path: Path, spark, transforms: dict[str, str]) -> Project:
     return Project(project, spark)
 
 
-def drop_tables(spark, *tables: str) -> None:
-    for table in tables:
-        spark.sql(f"drop table if exists {SCHEMA}.{table}")
-        spark.sql(f"drop view if exists {SCHEMA}.{table}")
+def drop_tables(spark, *relations: str) -> None:
+    """Drop tables and views by name (a model's `__pending` companion is a view)."""
+    for name in relations:
+        if not spark.catalog.tableExists(f"{SCHEMA}.{name}"):
+            continue
+        kind = "view" if spark.catalog.getTable(f"{SCHEMA}.{name}").tableType == "VIEW" else "table"
+        spark.sql(f"drop {kind} if exists {SCHEMA}.{name}")
 
 
 def raw_row(topic: str, offset: int, key: int | None, op: str | None, id: int | None = None,
@@ -91,6 +94,8 @@ def raw_row(topic: str, offset: int, key: int | None, op: str | None, id: int | 
 
 def append_raw(spark, table: str, rows: list, files: int = 1) -> None:
     """Append rows to a raw table in one commit (creating it), as `files` files split by offset."""
+    # Run alone, these tests may be the first to use the schema (from-kafka creates it too).
+    spark.sql(f"create database if not exists {SCHEMA}")
     frame = spark.createDataFrame(rows, RAW_DDL)
     if files > 1:
         frame = frame.repartitionByRange(files, "kafka.offset")
