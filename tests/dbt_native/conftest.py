@@ -122,16 +122,10 @@ def scratch_invoices(tmp_path_factory, dbt_at, spark, request) -> ScratchProject
 # --- demo-shaped raw tables ------------------------------------------------------
 
 def _kafka_type():
-    from pyspark.sql import types as T
+    """The raw tables' envelope, exactly as `zync from-kafka` writes it."""
+    from ingest.table import kafka_struct
 
-    return T.StructType([
-        T.StructField("topic", T.StringType(), False),
-        T.StructField("partition", T.IntegerType(), False),
-        T.StructField("offset", T.LongType(), False),
-        T.StructField("timestamp", T.TimestampType(), True),
-        T.StructField("key_schema_id", T.IntegerType(), True),
-        T.StructField("value_schema_id", T.IntegerType(), True),
-    ])
+    return kafka_struct()
 
 
 def demo_records(topic: str, batches: Iterable[int]) -> list[dict]:
