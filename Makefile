@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo test jars venv up down clean
+.PHONY: setup demo test jars venv bench-deps up down clean
 
 setup: venv jars
 
@@ -15,6 +15,10 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
+
+# matplotlib, for bench/etl_history.py's plot; not needed by anything else.
+bench-deps: setup
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 
 jars: $(LOCAL)/.jars-installed
 APICURIO_VERSION := 3.0.9

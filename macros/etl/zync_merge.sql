@@ -9,10 +9,17 @@
   starts after another committed matches that run's rows and stops with the
   message below. Either way the failed run wrote nothing: run it again.
 
-  The target-only conditions (out offsets from the output cursor on, done
-  rows from the input cursors on) let Delta prune the files it reads; they are
-  read when the statement is built, after the rows were rendered, so they can
-  only be newer, never cut off a row this run could collide with.
+  Only done rows are matched: every run that writes anything writes a done
+  row for each record it consumed (out rows and cursor moves come only with
+  them), so two runs that collide always collide on done rows. Matching
+  nothing else keeps the target-side condition one partition (`kind`) and
+  one predicate on kafka.* from the input cursors on, which Delta prunes by
+  partition and file statistics: the MERGE reads the done files at or past
+  the cursors, never the out rows or the history below. (A disjunction over
+  kinds, as this macro first had, mixes a partition column with data
+  columns and makes Delta read every file.) The cursors are read when the
+  statement is built, after the rows were rendered, so they can only be
+  newer, never cut off a row this run could collide with.
 
   Models without meta.zync_output_topic get dbt-spark's own MERGE.
 #}
@@ -28,9 +35,6 @@
 
 {% macro zync_merge_sql(target, source, output_topic) -%}
 {%- set state = zync_state(output_topic) -%}
-{%- set next_offset = run_query(
-    "select coalesce(max(kafka.offset), 0) from " ~ target ~ " where kind = 'cursor' and kafka.topic = " ~ zync_string(output_topic)
-).columns[0].values()[0] | int -%}
 {%- set done = [] -%}
 {%- set known = [] -%}
 {%- for topic in state.cursors | sort -%}
@@ -40,16 +44,13 @@
 {%- do done.append('existing.kafka.topic not in (' ~ known | join(', ') ~ ')' if known else 'true') -%}
 merge into {{ target }} as existing
 using {{ source }} as new
-on existing.kind = new.kind
+on existing.kind = 'done'
+    and new.kind = 'done'
     and existing.kafka.topic = new.kafka.topic
     and existing.kafka.partition = new.kafka.partition
     and existing.kafka.offset = new.kafka.offset
     and (
-        existing.kind = 'cursor'
-        or (existing.kind = 'out' and existing.kafka.offset >= {{ next_offset }})
-        or (existing.kind = 'done' and (
-            {{ done | join('\n            or ') }}
-        ))
+        {{ done | join('\n        or ') }}
     )
 when matched then update set existing.kind = cast(raise_error(concat(
     'zync: another run of {{ this.identifier }} already wrote ', new.kind, ' row ',

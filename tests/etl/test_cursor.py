@@ -50,10 +50,12 @@ def test_a_run_after_a_long_history_reads_only_files_past_the_cursor(etl, spark)
     etl.run(OUT)
     history = files_of(spark, RAW, "true")
     assert len(history) == 5
+    written = files_of(spark, OUT, "kind in ('out', 'done')")
+    assert written and all(p.parent.name in ("kind=out", "kind=done") for p in written)
     # Every input record below the cursor (offset 20) is done: take the raw
-    # files away. A run that opened any of them would fail. (The output
-    # table's own old files are still read by the MERGE: see the README.)
-    for path in history:
+    # files away, and the output table's out and done files too (only its
+    # cursor rows stay). A run that opened any of them would fail.
+    for path in history | written:
         path.unlink()
     with pytest.raises(Exception, match="(?i)file.*(not exist|not found)|FileNotFound"):
         # (count(*) alone is answered from Delta's statistics, without the files)
