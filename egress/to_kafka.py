@@ -6,15 +6,14 @@ kafka.offset >= it, in order, with an idempotent producer and no transactions
 row's own offset; anything else means another writer, and egress stops.
 A restart resumes exactly where Kafka stands.
 
-The rows are read in offset ranges of `batch_size`; each range is encoded in
-the JVM (egress.encode) and pulled to Python as Arrow, so memory follows the
-batch size, not the table.
+The rows are encoded in the JVM (egress.encode) and streamed to Python as
+Arrow by one Spark job, in range partitions of about `batch_size` rows
+(egress.stream), so memory follows the batch size, not the table.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from egress.delivery import DeliveryCheck, OffsetMismatchError, produce_batch
 from egress.encode import key_column, value_column
 from egress.schemas import TopicSchemas
 from egress.shaper import apply_shaper
+from egress.stream import OffsetGapError, arrow_batches, in_offset_order, partitioned_by_offset
 
 __all__ = ["Egress", "OffsetMismatchError"]
 
@@ -156,37 +156,37 @@ class Egress:
                 "to an output topic); the topic must then be rebuilt from the table (a new topic)."
             )
 
-    def _fetch(self, encoded, lo: int, hi: int):
-        """Offsets [lo, hi) as Arrow columns, in offset order, checked to be exactly that range."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    def _row_at(self, encoded, offset: int) -> tuple[bytes | None, bytes | None]:
+        """The encoded key and value of the out row at `offset`."""
         from pyspark.sql import functions as F
 
-        # A private PySpark 3.5 API (DataFrame.toArrow is public from 4.0): Arrow
-        # batches straight from the JVM, in partition order.
-        batches = encoded.where((F.col("offset") >= lo) & (F.col("offset") < hi))._collect_as_arrow()
-        table = pa.Table.from_batches(batches) if batches else None
-        n = 0 if table is None else table.num_rows
-        if table is not None:
-            table = table.sort_by("offset")
-            offsets = table.column("offset")
-            bad_topic = pc.any(pc.not_equal(table.column("topic"), self.topic)).as_py()
-            if bad_topic:
-                raise ZyncError(self._shaper_blame("changed kafka.topic"))
-            first, last = offsets[0].as_py(), offsets[-1].as_py()
-            unique = pc.count_distinct(offsets).as_py()
-        if n != hi - lo or first != lo or last != hi - 1 or unique != n:
-            raise ZyncError(
-                f"table {self.table} does not hold exactly one out row per offset {lo}..{hi - 1} of "
-                f"{self.topic} (found {n} rows). Output offsets must be contiguous from 0: "
+        found = encoded.where(F.col("offset") == offset).select("k", "v").collect()
+        if len(found) != 1:
+            raise ZyncError(self._not_contiguous(f"{len(found)} out rows at offset {offset}"))
+        return found[0]["k"], found[0]["v"]
+
+    def _not_contiguous(self, found: str) -> str:
+        return (f"table {self.table} does not hold exactly one out row per offset of {self.topic} ({found}). "
+                "Output offsets must be contiguous from 0: "
                 + ("the shaper must keep every row and its kafka fields" if self.shaper_sql
-                   else "the table is damaged, or was written by something other than the ETL")
-            )
-        return table.column("k").to_pylist(), table.column("v").to_pylist()
+                   else "the table is damaged, or was written by something other than the ETL"))
 
     def _shaper_blame(self, what: str) -> str:
         return (f"the shaper {self.shaper_name} {what}: egress needs each row's kafka fields as the table "
                 "has them (they are the output offsets)")
+
+    def _batches(self, encoded, pending: Pending):
+        """Arrow batches of (offset, topic, k, v) for every pending offset, in order, from one Spark job."""
+        import pyarrow.compute as pc
+
+        ordered = partitioned_by_offset(encoded, pending.start, pending.end, self.batch_size)
+        try:
+            for batch in in_offset_order(arrow_batches(ordered), pending.start, pending.end):
+                if pc.any(pc.not_equal(batch.column("topic"), self.topic)).as_py():
+                    raise ZyncError(self._shaper_blame("changed kafka.topic"))
+                yield batch
+        except OffsetGapError as gap:
+            raise ZyncError(self._not_contiguous(str(gap))) from None
 
     def publish_once(self, progress: Progress, published: int = 0) -> int:
         """Produce every out row at or past the topic's high-water mark; return how many."""
@@ -201,38 +201,25 @@ class Egress:
         if pending.end <= pending.start:
             return 0
         encoded = self._encoded(rows, groups)
+        if pending.start > 0:
+            self._check_last_published(pending.start - 1, *self._row_at(encoded, pending.start - 1))
         check = DeliveryCheck(self.topic, pending.start)
         producer = kafka_client.producer(self.target, on_delivery=check)
-        ranges = [(lo, min(lo + self.batch_size, pending.end)) for lo in range(pending.start, pending.end, self.batch_size)]
-
-        def fetch(lo: int, hi: int) -> tuple[list, list]:
-            if lo == pending.start and lo > 0:
-                # The last published row comes along, to check the topic's last record.
-                keys, values = self._fetch(encoded, lo - 1, hi)
-                self._check_last_published(lo - 1, keys[0], values[0])
-                return keys[1:], values[1:]
-            return self._fetch(encoded, lo, hi)
-
         count = 0
-        # Spark encodes the next batch while this thread produces the current one.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zync-egress-fetch") as prefetch:
-            upcoming = prefetch.submit(fetch, *ranges[0])
-            try:
-                for i, (lo, hi) in enumerate(ranges):
-                    keys, values = upcoming.result()
-                    if i + 1 < len(ranges):
-                        upcoming = prefetch.submit(fetch, *ranges[i + 1])
+        batches = self._batches(encoded, pending)
+        try:
+            # Spark computes the next batches while this thread produces the current one.
+            for batch in batches:
+                def shown(n: int, base: int = published + count, lo: int = pending.start + count) -> None:
+                    progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")
 
-                    def shown(n: int, base: int = published + count, lo: int = lo) -> None:
-                        progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")
-
-                    count += produce_batch(producer, self.topic, keys, values, check, shown)
-                    del keys, values
-                    if check.failed or self._stop.is_set():
-                        break
-            finally:
-                upcoming.cancel()
-                remaining = producer.flush(60)
+                count += produce_batch(producer, self.topic, batch.column("k").to_pylist(),
+                                       batch.column("v").to_pylist(), check, shown)
+                if check.failed or self._stop.is_set():
+                    break
+        finally:
+            batches.close()
+            remaining = producer.flush(60)
         check.raise_if_failed()
         if remaining:
             raise ZyncError(f"{remaining} records to {self.topic} were still unconfirmed after 60s; "
