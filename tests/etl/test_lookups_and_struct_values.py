@@ -9,31 +9,44 @@ import pytest
 from tests.etl.scratch import EPOCH, SCHEMA, append_raw, drop_tables, raw_row, warehouse_schemas
 
 RAW = "lkp_orders"
+RAW_STATUS = "lkp_status"
 OUT = "lkp_out"
 SEED = "lkp_customer_ids"
 TOPIC = "lkpOrders"
+STATUS = "lkpStatus"
 
 TRANSFORM = f"""\
 inputs:
   - {{topic: {TOPIC}, table: {RAW}}}
+  - {{topic: {STATUS}, table: {RAW_STATUS}}}
 lookups:
   - {{name: customers, ref: {SEED}}}
 output: {{topic: lkpOut, model: {OUT}}}
 transforms:
-  - type: stateless
+  - type: denorm
     where: value.op = 'c'
-    in: {TOPIC}
+    left: {TOPIC}
+    right: {STATUS}
+    join-on: left.value.after.id = right.value.after.ref
     join:
-      - {{lookup: customers, on: customers.name = in.value.after.name}}
+      - {{lookup: customers, on: customers.name = left.value.after.name}}
     out: lkpOut
-    key: in.key
-    value: {{id: in.value.after.id, customer_id: customers.id}}
+    key: left.key
+    value: {{id: left.value.after.id, customer_id: customers.id, status: right.value.after.name}}
   - type: stateless
     where: value.op IN ('u', 'd')
     in: {TOPIC}
     out: lkpOut
     key: in.key
     value: in.value.after
+  - type: stateless
+    where: value.op = 'u' AND customers.id IS NOT NULL
+    in: {STATUS}
+    join:
+      - {{lookup: customers, on: customers.name = in.value.after.name}}
+    out: lkpOut
+    key: in.key
+    value: {{id: in.value.after.ref, customer_id: customers.id}}
 """
 
 
@@ -45,9 +58,9 @@ def deleted(offset: int, key: int):
 
 @pytest.fixture
 def tables(spark):
-    drop_tables(spark, RAW, OUT, f"{OUT}__pending", SEED)
+    drop_tables(spark, RAW, RAW_STATUS, OUT, f"{OUT}__pending", SEED)
     yield
-    drop_tables(spark, RAW, OUT, f"{OUT}__pending", SEED)
+    drop_tables(spark, RAW, RAW_STATUS, OUT, f"{OUT}__pending", SEED)
 
 
 def out_rows(etl) -> dict[int, tuple]:
@@ -62,6 +75,12 @@ def test_a_seed_lookup_and_a_struct_value_end_to_end(project, spark, tables):
         raw_row(TOPIC, 2, 10, "u", id=10, ref=5, name="Alice"),
         deleted(3, 11),
     ])
+    append_raw(spark, RAW_STATUS, [
+        raw_row(STATUS, 0, 100, "c", ref=10, name="paid"),
+        raw_row(STATUS, 1, 101, "c", ref=11, name="open"),
+        raw_row(STATUS, 2, 100, "u", ref=10, name="Bob"),
+        raw_row(STATUS, 3, 102, "u", ref=12, name="Nobody"),  # its `where` needs a customer: it waits
+    ])
     # The seed names Alice twice: she would make two events, so the run must fail and write nothing.
     etl = project({"lookups.yml": TRANSFORM}, seeds={f"{SEED}.csv": "name,id\nAlice,1\nBob,2\nAlice,3\n"},
                   schemas=warehouse_schemas(spark))
@@ -75,20 +94,24 @@ def test_a_seed_lookup_and_a_struct_value_end_to_end(project, spark, tables):
     etl.dbt("seed")
     etl.run(OUT)
 
-    null_fields = {"id": None, "customer_id": None, "ref": None, "name": None}
+    nulls = {"id": None, "customer_id": None, "status": None, "ref": None, "name": None}
     assert out_rows(etl) == {
-        0: (10, {**null_fields, "id": 10, "customer_id": 1}, ["id", "customer_id"]),
+        # denorm + lookup
+        0: (10, {**nulls, "id": 10, "customer_id": 1, "status": "paid"}, ["id", "customer_id", "status"]),
         # a record without a lookup row is emitted with nulls for the lookup's columns
-        1: (11, {**null_fields, "id": 11}, ["id", "customer_id"]),
+        1: (11, {**nulls, "id": 11, "status": "open"}, ["id", "customer_id", "status"]),
         # the struct's fields, exactly: id, ref, name
-        2: (10, {**null_fields, "id": 10, "ref": 5, "name": "Alice"}, ["id", "ref", "name"]),
+        2: (10, {**nulls, "id": 10, "ref": 5, "name": "Alice"}, ["id", "ref", "name"]),
+        # a stateless rule after an earlier one, with a lookup in its where
+        3: (100, {**nulls, "id": 10, "customer_id": 2}, ["id", "customer_id"]),
         # a null struct is a tombstone
-        3: (11, None, None),
+        4: (11, None, None),
     }
     done = etl.rows(OUT, "kind = 'done'")
-    assert sorted((r.kafka.offset, r.status) for r in done) == [(n, "processed") for n in range(4)]
-    cursor = etl.rows(OUT, f"kind = 'cursor' and kafka.topic = '{TOPIC}'")
-    assert [r.kafka.offset for r in cursor] == [4]
+    assert sorted((r.kafka.topic, r.kafka.offset, r.status) for r in done) == (
+        [(TOPIC, n, "processed") for n in range(4)] + [(STATUS, n, "processed") for n in range(3)])
+    cursors = {r.kafka.topic: r.kafka.offset for r in etl.rows(OUT, "kind = 'cursor'")}
+    assert cursors == {TOPIC: 4, STATUS: 3, "lkpOut": 5}
 
     # dbt's lineage: seed -> model
     manifest = json.loads((etl.path / "target" / "manifest.json").read_text())
@@ -104,6 +127,7 @@ EVOLVED_DDL = (
 
 def test_a_struct_value_that_gained_a_field_stops_the_run_until_compiled_again(project, spark, tables):
     append_raw(spark, RAW, [raw_row(TOPIC, 0, 10, "u", id=10, ref=1, name="Alice")])
+    append_raw(spark, RAW_STATUS, [raw_row(STATUS, 0, 100, "c", ref=10, name="paid")])
     etl = project({"lookups.yml": TRANSFORM}, seeds={f"{SEED}.csv": "name,id\nAlice,1\n"}, schemas=warehouse_schemas(spark))
     # Schema evolution (as ingest does it): value.after gains `note`.
     stamp = EPOCH
