@@ -105,8 +105,14 @@ def _value_fields(rules: tuple[Rule, ...], struct_fields: StructFields) -> list[
     fields: list[str] = []
     for rule in rules:
         for name in _fields_of(rule, struct_fields) or []:
-            if name not in fields:
+            same = next((f for f in fields if f.lower() == name.lower()), None)
+            if same is None:
                 fields.append(name)
+            elif same != name:
+                where = rule.value.where if isinstance(rule.value, Text) else rule.where
+                raise TransformError(where, f"transform {rule.index}: value field `{name}` differs from `{same}`, "
+                                     "written by an earlier transform, only in case; Spark takes them for one "
+                                     "column: spell them alike")
     return fields
 
 

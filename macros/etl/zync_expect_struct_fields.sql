@@ -8,7 +8,7 @@
 {% macro zync_expect_struct_fields(relation, struct, expected, rule) -%}
   {%- if execute -%}
     {%- set actual = run_query("select " ~ struct ~ ".* from " ~ relation ~ " limit 0").column_names | list -%}
-    {%- if actual | map('lower') | list != expected | map('lower') | list -%}
+    {%- if actual | map('lower') | sort | list != expected | map('lower') | sort | list -%}
       {{ exceptions.raise_compiler_error(
           "zync: " ~ rule ~ " takes its value's fields from " ~ struct ~ " of " ~ relation
           ~ ", compiled as " ~ expected | join(', ') ~ "; the table now has " ~ actual | join(', ')

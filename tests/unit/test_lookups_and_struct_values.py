@@ -197,3 +197,11 @@ def test_a_struct_value_whose_fields_cannot_be_known_is_an_error_on_its_line(tmp
         compile_transforms([path], tmp_path, schemas=schemas.get)
     assert message in str(error.value)
     assert f"{path}:26:" in str(error.value)
+
+
+def test_value_fields_that_differ_only_in_case_are_an_error(tmp_path):
+    raw_b = _struct(key=_struct(id="long"), value=_struct(op="string", after=_struct(ID="long", a_id="long", name="string")))
+    path = _project(tmp_path, STRUCT_VALUE)
+    with pytest.raises(TransformError) as error:
+        compile_transforms([path], tmp_path, schemas={"raw_b": raw_b}.get)
+    assert f"{path}:26: transform 2: value field `ID` differs from `id`" in str(error.value)
