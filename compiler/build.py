@@ -13,9 +13,10 @@ from sqlglot import exp
 
 from compiler import expressions as sql
 from compiler import mirrors
+from compiler.lookups import check_lookups
 from compiler.properties import GENERATED, SOURCE_NAME, render_properties, render_sources, snake
-from compiler.schemas import SchemaSource, field_path_error
-from compiler.spec import Rule, Shape, Text, Transform, TransformError, load_transform
+from compiler.schemas import SchemaSource, field_path_error, struct_field_names
+from compiler.spec import IDENTIFIER_PATTERN, Rule, Shape, Text, Transform, TransformError, load_transform
 
 MODELS_FOLDER = Path("models") / "outputs"
 SOURCES_FILE = Path("models") / "raw" / "__sources.yml"
@@ -31,36 +32,107 @@ def input_cte(topic: str) -> str:
     return snake(topic) or "input"
 
 
-def _shape_expression(shape: Shape, allowed: tuple[str, ...]) -> exp.Expression:
+# rule index -> the fields of its value, for rules whose value is one struct expression
+StructFields = dict[int, list[str]]
+
+
+def _records(rule: Rule) -> tuple[str, ...]:
+    return ("left", "right") if rule.kind == "denorm" else ("in",)
+
+
+def _lookup_names(rule: Rule) -> tuple[str, ...]:
+    return tuple(j.lookup for j in rule.joins)
+
+
+def _shape_expression(shape: Shape, rule: Rule) -> exp.Expression:
     if isinstance(shape, Text):
-        return sql.expression(shape, allowed)
+        return sql.expression(shape, _records(rule), lookups=_lookup_names(rule))
     assert isinstance(shape, dict)
-    return sql.named_struct({name: _shape_expression(sub, allowed) for name, sub in shape.items()})
+    return sql.named_struct({name: _shape_expression(sub, rule) for name, sub in shape.items()})
 
 
-def _value_fields(rules: tuple[Rule, ...]) -> list[str]:
+def struct_value_fields(transform: Transform, schemas: SchemaSource | None) -> StructFields:
+    """The fields of every value written as one expression: those of the struct it names in its input's schema.
+
+    The row's `fields` must be the struct's fields, so the compiler has to know
+    them: the expression must be a field path (`in.value.after`) into a raw
+    table whose schema is known (ingested), and it must name a struct.
+    """
+    tables = {i.topic: i.table for i in transform.inputs}
+    found: StructFields = {}
+    for rule in transform.rules:
+        text = rule.value
+        if not isinstance(text, Text):
+            continue
+        path = sql.field_path(sql.parse(text))
+        records = dict(zip(_records(rule), rule.inputs))
+        if path is None or path[0] not in records or len(path) < 2:
+            raise TransformError(
+                text.where, "value as one expression must be a field path to a struct of the input, e.g. "
+                f"{_records(rule)[0]}.value.after (its fields become the row's fields); otherwise write a mapping "
+                "of field: expression", text.sql)
+        table = tables[records[path[0]]]
+        schema = schemas(table) if schemas is not None else None
+        if schema is None:
+            raise TransformError(
+                text.where, f"value is one expression, so the row's fields are the fields of `{'.'.join(path[1:])}` "
+                f"in {table}, whose schema is not known yet (not ingested): ingest topic {records[path[0]]} first "
+                "and compile again, or write the value as a mapping of field: expression", text.sql)
+        problem = field_path_error(schema, path[1:])
+        if problem:
+            raise TransformError(text.where, f"{problem} (input {records[path[0]]}, table {table})", text.sql)
+        names = struct_field_names(schema, path[1:])
+        if names is None:
+            raise TransformError(text.where, f"value: `{'.'.join(path[1:])}` in {table} is not a struct, so it has "
+                                 "no fields to carry; write a mapping, e.g. {name: ...}", text.sql)
+        bad = [n for n in names if not IDENTIFIER_PATTERN.match(n)]
+        if bad or not names:
+            raise TransformError(text.where, f"value: the struct's fields {bad or names} are not plain names; "
+                                 "write a mapping", text.sql)
+        found[rule.index] = names
+    return found
+
+
+def _fields_of(rule: Rule, struct_fields: StructFields) -> list[str] | None:
+    """The top-level value fields a rule writes (None for a tombstone rule)."""
+    if isinstance(rule.value, Text):
+        return struct_fields[rule.index]
+    return None if rule.value is None else list(rule.value)
+
+
+def _value_fields(rules: tuple[Rule, ...], struct_fields: StructFields) -> list[str]:
     """Every top-level value field any rule writes, in first-seen order."""
     fields: list[str] = []
     for rule in rules:
-        if isinstance(rule.value, Text):
-            raise TransformError(
-                rule.value.where,
-                "value must be a mapping of field: expression (or null for a tombstone), so that a "
-                "partial row carries exactly its fields; list the fields, e.g. {ID: in.value.after.ID}",
-                rule.value.sql,
-            )
-        for name in rule.value or {}:
-            if name not in fields:
+        for name in _fields_of(rule, struct_fields) or []:
+            same = next((f for f in fields if f.lower() == name.lower()), None)
+            if same is None:
                 fields.append(name)
+            elif same != name:
+                where = rule.value.where if isinstance(rule.value, Text) else rule.where
+                raise TransformError(where, f"transform {rule.index}: value field `{name}` differs from `{same}`, "
+                                     "written by an earlier transform, only in case; Spark takes them for one "
+                                     "column: spell them alike")
     return fields
 
 
-def _projection(rule: Rule, value_fields: list[str]) -> str:
-    aliases = ("left", "right") if rule.kind == "denorm" else ("in",)
-    lines = [f"{sql.render(_shape_expression(rule.key, aliases))} as `key`"] if rule.key is not None else ["null as `key`"]
+def _projection(rule: Rule, value_fields: list[str], struct_fields: StructFields) -> str:
+    key = sql.render(_shape_expression(rule.key, rule)) if rule.key is not None else "null"
+    lines = [f"{key} as `key`"]
+    if isinstance(rule.value, Text):
+        # One struct: each field is read from it, and a record whose struct is null is a tombstone.
+        struct = _shape_expression(rule.value, rule)
+        names = struct_fields[rule.index]
+        for name in value_fields:
+            field = exp.Dot(this=struct.copy(), expression=exp.to_identifier(name)) if name in names else None
+            lines.append(f"{sql.render(field) if field is not None else 'null'} as `value__{name}`")
+        fields = exp.If(this=exp.Is(this=struct.copy(), expression=exp.Null()), true=exp.Null(),
+                        false=exp.Array(expressions=[exp.Literal.string(n) for n in names]))
+        lines.append(f"{sql.render(fields)} as `fields`")
+        return ",\n        ".join(lines)
     for name in value_fields:
         shape = rule.value.get(name) if isinstance(rule.value, dict) else None
-        rendered = sql.render(_shape_expression(shape, aliases)) if shape is not None else "null"
+        rendered = sql.render(_shape_expression(shape, rule)) if shape is not None else "null"
         lines.append(f"{rendered} as `value__{name}`")
     if rule.value is None:
         lines.append("cast(null as array<string>) as `fields`")
@@ -74,12 +146,49 @@ def _jinja_string(text: str) -> str:
     return repr(text)
 
 
-def _rule_cte(rule: Rule, transform: Transform, earlier: list[Rule], value_fields: list[str]) -> str:
+def _lookup_args(rule: Rule, transform: Transform) -> str:
+    """The macro argument listing a rule's lookup joins; ref() makes dbt's lineage show seed -> model."""
+    refs = {lookup.name: lookup.ref for lookup in transform.lookups}
+    entries = []
+    for join in rule.joins:
+        pairs = sql.lookup_keys(join.on, join.lookup, _records(rule))
+        entries.append(
+            f"{{'name': {join.lookup!r}, 'relation': ref({refs[join.lookup]!r}), "
+            f"'alias': {sql.lookup_alias(join.lookup)!r},\n"
+            f"             'lookup_keys': [{', '.join(_jinja_string(sql.render(k)) for k, _ in pairs)}],\n"
+            f"             'record_keys': [{', '.join(_jinja_string(sql.render(r)) for _, r in pairs)}]}}"
+        )
+    return "lookups=[\n            " + ",\n            ".join(entries) + "\n        ]"
+
+
+def _struct_check(rule: Rule, transform: Transform, struct_fields: StructFields, source_line: str) -> str:
+    """A run-time guard for a struct value: its fields must still be those compiled in (the raw schema may evolve)."""
+    if not isinstance(rule.value, Text):
+        return ""
+    path = sql.field_path(sql.parse(rule.value)) or []
+    table = {i.topic: i.table for i in transform.inputs}[dict(zip(_records(rule), rule.inputs))[path[0]]]
+    struct: exp.Expression = exp.to_identifier(path[1])
+    for name in path[2:]:
+        struct = exp.Dot(this=struct, expression=exp.to_identifier(name))
+    return (
+        f"\n{{%- do zync_expect_struct_fields(source({SOURCE_NAME!r}, {table!r}), {_jinja_string(sql.render(struct))}, "
+        f"{struct_fields[rule.index]!r}, {f'transform {rule.index} ({source_line})'!r}) %}}"
+    )
+
+
+def _rule_cte(rule: Rule, transform: Transform, earlier: list[Rule], value_fields: list[str],
+              struct_fields: StructFields) -> str:
     after = [f"rule_{r.index}" for r in earlier if set(r.inputs) & set(rule.inputs)]
     where = None
     if rule.condition is not None:
-        allowed = ("in",) if rule.kind == "stateless" else ()
-        where = sql.render(sql.expression(rule.condition, allowed, unqualified_ok=True))
+        stateless = rule.kind == "stateless"
+        where = sql.render(sql.expression(
+            rule.condition, ("in",) if stateless else (), unqualified_ok=True,
+            lookups=_lookup_names(rule) if stateless else (),
+            other_lookups=() if stateless else _lookup_names(rule),
+            # beside a lookup's columns, a bare `value.op` could be ambiguous: it means the input's
+            unqualified_record="in" if stateless and rule.joins else None,
+        ))
     source_line = f"{transform.path.name}:{rule.where.line}"
     args = []
     if rule.kind == "denorm":
@@ -100,9 +209,12 @@ def _rule_cte(rule: Rule, transform: Transform, earlier: list[Rule], value_field
         args.append(f"where={_jinja_string(where)}")
     if after:
         args.append(f"after={after!r}")
+    if rule.joins:
+        args.append(_lookup_args(rule, transform))
     call = f"{{% call {macro}(\n        " + ",\n        ".join(args) + "\n    ) -%}"
     return (
-        f"{title}\nrule_{rule.index} as (\n    {call}\n        {_projection(rule, value_fields)}\n"
+        f"{title}{_struct_check(rule, transform, struct_fields, source_line)}\n"
+        f"rule_{rule.index} as (\n    {call}\n        {_projection(rule, value_fields, struct_fields)}\n"
         f"    {{%- endcall %}}\n)"
     )
 
@@ -111,8 +223,9 @@ def pending_model(model: str) -> str:
     return f"{model}__pending"
 
 
-def render_model(transform: Transform, project_root: Path) -> str:
-    value_fields = _value_fields(transform.rules)
+def render_model(transform: Transform, project_root: Path, struct_fields: StructFields | None = None) -> str:
+    struct_fields = struct_fields or {}
+    value_fields = _value_fields(transform.rules, struct_fields)
     source = transform.path.resolve().relative_to(project_root.resolve()) if transform.path.resolve().is_relative_to(project_root.resolve()) else transform.path
     meta = {
         "zync_output_topic": transform.output_topic,
@@ -140,7 +253,7 @@ def render_model(transform: Transform, project_root: Path) -> str:
             f"    {{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}, zync) }}}}\n)"
         )
     for n, rule in enumerate(transform.rules):
-        ctes.append(_rule_cte(rule, transform, list(transform.rules[:n]), value_fields))
+        ctes.append(_rule_cte(rule, transform, list(transform.rules[:n]), value_fields, struct_fields))
     unions = "\n    union all\n".join(f"    select * from rule_{r.index}" for r in transform.rules)
     ctes.append(f"events as (\n{unions}\n)")
     parts.append(",\n\n".join(ctes))
@@ -198,13 +311,10 @@ def check_fields(transform: Transform, schemas: SchemaSource) -> list[str]:
     for rule in transform.rules:
         records = dict(zip(("left", "right"), rule.inputs)) if rule.kind == "denorm" else {"in": rule.inputs[0]}
         texts = _texts(rule.key) + _texts(rule.value) + [t for t in (rule.join_on, rule.condition) if t is not None]
+        texts += [join.on for join in rule.joins]
         for text in texts:
             for column in sql.parse(text).find_all(exp.Column):
-                parts = [p.name for p in column.parts]
-                node = column
-                while isinstance(node.parent, exp.Dot) and node.parent.this is node:
-                    node = node.parent
-                    parts.append(node.expression.name)
+                parts = sql.column_path(column)
                 if parts[0] in records:
                     targets, path = [records[parts[0]]], parts[1:]
                 elif parts[0] in sql.RAW_COLUMNS:  # a `where` over the rule's own inputs
@@ -229,11 +339,14 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
     # Mirror files (top level `mirrors:`) compile in compiler/mirrors.py; their raw tables join the sources.
     mirror_files = [mirrors.load_mirrors(p) for p in paths if mirrors.is_mirror_file(p)]
     transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
-    if schemas is not None:
-        for t in transforms:
-            found = check_fields(t, schemas)
-            if notes is not None:
-                notes.extend(found)
+    generated_models = {t.model for t in transforms} | {m.model for f in mirror_files for m in f.mirrors}
+    struct_fields: dict[Path, StructFields] = {}
+    for t in transforms:
+        found = check_fields(t, schemas) if schemas is not None else []
+        found += check_lookups(t, project_root, generated_models)
+        struct_fields[t.path] = struct_value_fields(t, schemas)
+        if notes is not None:
+            notes.extend(found)
     seen: dict[str, Path] = {}
     for t in transforms:
         for key in (f"topic {t.output_topic}", f"model {t.model}"):
@@ -248,7 +361,7 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
 
     files = []
     for t in transforms:
-        files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.sql", render_model(t, project_root)))
+        files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
         files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.yml", render_properties(t, relative(t.path))))
         files.append(GeneratedFile(MODELS_FOLDER / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
     files += [GeneratedFile(path, text) for path, text in mirrors.compile_mirrors(mirror_files, relative)]

@@ -39,12 +39,42 @@ def _first_part(column: exp.Column) -> exp.Identifier:
     return column.parts[0]
 
 
-def qualify_records(tree: exp.Expression, allowed: tuple[str, ...], text: Text, unqualified_ok: bool) -> exp.Expression:
-    """Rewrite `left.`/`right.`/`in.` paths to the macros' aliases; refuse other roots.
+def column_path(column: exp.Column) -> list[str]:
+    """Every name of a field path, e.g. ['left', 'value', 'after', 'ID'] (sqlglot splits it into a Column and Dots)."""
+    parts = [p.name for p in column.parts]
+    node: exp.Expression = column
+    while isinstance(node.parent, exp.Dot) and node.parent.this is node:
+        node = node.parent
+        parts.append(node.expression.name)
+    return parts
+
+
+def field_path(tree: exp.Expression) -> list[str] | None:
+    """The names of an expression that is nothing but a field path (`in.value.after`), else None."""
+    if isinstance(tree, exp.Column):
+        return [p.name for p in tree.parts]
+    if isinstance(tree, exp.Dot) and isinstance(tree.expression, exp.Identifier):
+        head = field_path(tree.this)
+        return None if head is None else [*head, tree.expression.name]
+    return None
+
+
+def lookup_alias(name: str) -> str:
+    """The alias a lookup's rows get in the generated SQL (kept apart from the model's CTE names)."""
+    return f"lookup_{name}"
+
+
+def qualify_records(tree: exp.Expression, allowed: tuple[str, ...], text: Text, unqualified_ok: bool,
+                    lookups: tuple[str, ...] = (), other_lookups: tuple[str, ...] = (),
+                    unqualified_record: str | None = None) -> exp.Expression:
+    """Rewrite `left.`/`right.`/`in.` paths to the macros' aliases, and lookup paths to theirs; refuse other roots.
 
     allowed: the record names this expression may use (e.g. ("left", "right")).
     unqualified_ok: whether bare `value.op` / `kafka.offset` paths are allowed
     (a rule's `where` runs over one input's rows before any join).
+    lookups: the lookups whose columns this expression may use (those the rule joins);
+    other_lookups: the transform's other lookups, named in the error if used here.
+    unqualified_record: a record name to put before bare `value.op` paths.
     """
     tree = tree.copy()
     for column in list(tree.find_all(exp.Column)):
@@ -52,10 +82,19 @@ def qualify_records(tree: exp.Expression, allowed: tuple[str, ...], text: Text, 
         name = root.name
         if name in allowed and len(column.parts) > 1:
             root.replace(exp.to_identifier(RECORD_ALIASES[name]))
+        elif name in lookups and len(column.parts) > 1:
+            root.replace(exp.to_identifier(lookup_alias(name)))
         elif unqualified_ok and name in RAW_COLUMNS:
-            continue
+            if unqualified_record:
+                alias = exp.to_identifier(RECORD_ALIASES[unqualified_record])
+                column.replace(exp.Dot.build([alias, *(part.copy() for part in column.parts)]))
+        elif name in other_lookups and len(column.parts) > 1:
+            raise TransformError(
+                text.where, f"`{column.sql(dialect=DIALECT)}`: lookup {name!r} cannot be used here "
+                f"(a rule may use the lookups it joins, in key, value and a stateless rule's where)", text.sql
+            )
         else:
-            names = ", ".join(f"{a}." for a in allowed)
+            names = ", ".join(f"{a}." for a in (*allowed, *lookups))
             if unqualified_ok:
                 names += ", or the input's own " + ", ".join(RAW_COLUMNS)
             raise TransformError(
@@ -69,8 +108,10 @@ def render(tree: exp.Expression) -> str:
     return tree.sql(dialect=DIALECT, identify=True)
 
 
-def expression(text: Text, allowed: tuple[str, ...], unqualified_ok: bool = False) -> exp.Expression:
-    return qualify_records(parse(text), allowed, text, unqualified_ok)
+def expression(text: Text, allowed: tuple[str, ...], unqualified_ok: bool = False,
+               lookups: tuple[str, ...] = (), other_lookups: tuple[str, ...] = (),
+               unqualified_record: str | None = None) -> exp.Expression:
+    return qualify_records(parse(text), allowed, text, unqualified_ok, lookups, other_lookups, unqualified_record)
 
 
 def join_keys(text: Text) -> list[tuple[exp.Expression, exp.Expression]]:
@@ -100,6 +141,36 @@ def join_keys(text: Text) -> list[tuple[exp.Expression, exp.Expression]]:
         if set(by_root) != {"left_record", "right_record"}:
             raise TransformError(text.where, "each join-on equality compares a left. field with a right. field", text.sql)
         pairs.append((by_root["left_record"], by_root["right_record"]))
+    return pairs
+
+
+def lookup_keys(text: Text, lookup: str, records: tuple[str, ...]) -> list[tuple[exp.Expression, exp.Expression]]:
+    """Split a lookup join's `on` into (lookup expression, record expression) pairs.
+
+    It must be an equality or a conjunction of equalities, each comparing an
+    expression over the lookup's columns alone with one over the rule's records
+    (`in.`, or `left.`/`right.`) alone, in either order.
+    """
+    tree = expression(text, records, lookups=(lookup,))
+    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+    alias = lookup_alias(lookup)
+    pairs = []
+    for conjunct in conjuncts:
+        if not isinstance(conjunct, exp.EQ):
+            raise TransformError(text.where, f"a lookup join's on must be an equality (or equalities joined with AND), "
+                                 f"e.g. {lookup}.name = in.value.after.customer", text.sql)
+        lookup_side = record_side = None
+        for operand in (conjunct.left, conjunct.right):
+            roots = {_first_part(c).name for c in operand.find_all(exp.Column)}
+            if roots == {alias}:
+                lookup_side = operand
+            elif roots and alias not in roots:
+                record_side = operand
+        if lookup_side is None or record_side is None:
+            names = " or ".join(f"{r}." for r in records)
+            raise TransformError(text.where, f"each equality of a lookup join's on compares {lookup}. columns with an "
+                                 f"expression over {names}", text.sql)
+        pairs.append((lookup_side, record_side))
     return pairs
 
 

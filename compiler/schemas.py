@@ -51,3 +51,12 @@ def field_path_error(schema: Schema, path: list[str]) -> str | None:
         walked.append(match["name"])
         node = match["type"]
     return None
+
+
+def struct_field_names(schema: Schema, path: list[str]) -> list[str] | None:
+    """The field names of the struct at path (a path that resolves), or None if it is not a struct."""
+    node: Any = schema
+    for name in path:
+        node = next(f for f in _fields(node) or [] if f["name"].lower() == name.lower())["type"]
+    fields = _fields(node)
+    return None if fields is None else [f["name"] for f in fields]

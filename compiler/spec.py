@@ -45,7 +45,14 @@ class _LineLoader(yaml.SafeLoader):
     pass
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Located:
+    # YAML 1.1 reads a bare `on:` (or yes/no/off) key as a boolean; a join's `on:` must stay a name.
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _BOOL_TAG and key_node.value.lower() not in ("true", "false"):
+            key_node.tag = "tag:yaml.org,2002:str"
     mapping = _Located(loader.construct_mapping(node, deep=True))
     mapping.lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
     mapping.line = node.start_mark.line + 1
@@ -87,6 +94,23 @@ class Input:
 
 
 @dataclass(frozen=True)
+class Lookup:
+    """A lookup table a rule may join: a dbt seed or model, read through ref()."""
+
+    name: str  # how expressions call its rows, e.g. customers.id
+    ref: str  # the seed or model
+    where: Where
+
+
+@dataclass(frozen=True)
+class LookupJoin:
+    """A rule's left join with a lookup, on equalities between lookup columns and the rule's records."""
+
+    lookup: str
+    on: Text
+
+
+@dataclass(frozen=True)
 class Rule:
     kind: str  # "denorm" or "stateless"
     index: int
@@ -97,6 +121,7 @@ class Rule:
     value: Shape
     inputs: tuple[str, ...]  # (left, right) for denorm, (in,) for stateless
     join_on: Text | None = None
+    joins: tuple[LookupJoin, ...] = ()
 
 
 class ReadsRawTables(Protocol):
@@ -113,6 +138,7 @@ class Transform:
     output_topic: str
     model: str
     rules: tuple[Rule, ...] = field(default_factory=tuple)
+    lookups: tuple[Lookup, ...] = ()
 
     @property
     def reads(self) -> tuple[tuple[str, Input], ...]:
@@ -202,12 +228,60 @@ def _expire_after(path: Path, item: dict) -> ExpireAfter | None:
     )
 
 
-def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str) -> Rule:
+# Names an expression already gives a meaning to: the records and the raw columns.
+RESERVED_NAMES = {"left", "right", "in", "kafka", "key", "value"}
+
+
+def _lookups(path: Path, raw: dict) -> tuple[Lookup, ...]:
+    """The top-level `lookups:` list: [{name: customers, ref: customer_ids}, ...]."""
+    if raw.get("lookups") is None:
+        return ()
+    items = _require(path, raw, "lookups", list, "transform file")
+    lookups: dict[str, Lookup] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            raise TransformError(_where(path, raw, "lookups"), "lookups: each lookup is {name: ..., ref: <seed or model>}")
+        _check_keys(path, item, {"name", "ref"}, "lookup")
+        name = _identifier(path, item, "name", "lookup")
+        if name.lower() in RESERVED_NAMES:
+            raise TransformError(_where(path, item, "name"), f"lookup: {name!r} already names a record or raw column "
+                                 f"({', '.join(sorted(RESERVED_NAMES))}); choose another name")
+        if name in lookups:
+            raise TransformError(_where(path, item, "name"), f"lookup: {name!r} is listed twice")
+        lookups[name] = Lookup(name, _identifier(path, item, "ref", f"lookup {name}"), _where(path, item))
+    return tuple(lookups.values())
+
+
+def _joins(path: Path, raw: dict, what: str, lookups: dict[str, Lookup]) -> tuple[LookupJoin, ...]:
+    """A rule's `join:` list: [{lookup: customers, on: customers.name = in.value.after.customer}, ...]."""
+    if raw.get("join") is None:
+        return ()
+    items = _require(path, raw, "join", list, what)
+    joins: list[LookupJoin] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise TransformError(_where(path, raw, "join"), f"{what}: each join is {{lookup: <name>, on: <equalities>}}")
+        _check_keys(path, item, {"lookup", "on"}, f"{what}: join")
+        name = str(_require(path, item, "lookup", str, f"{what}: join"))
+        if name not in lookups:
+            known = ", ".join(sorted(lookups)) or "none: add a top-level `lookups:` list"
+            raise TransformError(_where(path, item, "lookup"), f"{what}: unknown lookup {name!r} (lookups: {known})",
+                                 f"lookup: {name}")
+        if any(j.lookup == name for j in joins):
+            raise TransformError(_where(path, item, "lookup"), f"{what}: lookup {name!r} is joined twice; "
+                                 "list it again under another name in `lookups:` to join it twice")
+        on = _require(path, item, "on", str, f"{what}: join")
+        joins.append(LookupJoin(name, Text(on, _where(path, item, "on"))))
+    return tuple(joins)
+
+
+def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str,
+          lookups: dict[str, Lookup] | None = None) -> Rule:
     what = f"transform {index}"
     if not isinstance(raw, dict):
         raise TransformError(Where(path, getattr(raw, "line", 1)), f"{what}: expected a mapping")
     kind = _require(path, raw, "type", str, what)
-    common = {"type", "where", "out", "key", "value"}
+    common = {"type", "where", "out", "key", "value", "join"}
     if kind == "denorm":
         _check_keys(path, raw, common | {"left", "right", "join-on"}, what)
         sides = (_topic(path, raw, "left", what), _topic(path, raw, "right", what))
@@ -231,7 +305,7 @@ def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str)
     return Rule(
         kind=kind, index=index, where=_where(path, raw), condition=condition, out=out,
         key=_shape(path, raw, "key", f"{what}: key"), value=_shape(path, raw, "value", f"{what}: value"),
-        inputs=sides, join_on=join_on,
+        inputs=sides, join_on=join_on, joins=_joins(path, raw, what, lookups or {}),
     )
 
 
@@ -246,7 +320,7 @@ def load_transform(path: Path) -> Transform:
         raise ZyncError(f"{path}: cannot read it: {e.strerror}") from None
     if not isinstance(raw, dict):
         raise TransformError(Where(path, 1), "expected a mapping with inputs, output and transforms")
-    _check_keys(path, raw, {"inputs", "output", "transforms"}, "transform file")
+    _check_keys(path, raw, {"inputs", "output", "transforms", "lookups"}, "transform file")
     inputs_raw = _require(path, raw, "inputs", list, "transform file")
     inputs = []
     for item in inputs_raw:
@@ -267,5 +341,8 @@ def load_transform(path: Path) -> Transform:
     rules_raw = _require(path, raw, "transforms", list, "transform file")
     if not rules_raw:
         raise TransformError(_where(path, raw, "transforms"), "transforms: at least one transform is needed")
-    rules = tuple(_rule(path, n, r, set(topics), output_topic) for n, r in enumerate(rules_raw, start=1))
-    return Transform(path=path, inputs=tuple(inputs), output_topic=output_topic, model=model, rules=rules)
+    lookups = _lookups(path, raw)
+    by_name = {lookup.name: lookup for lookup in lookups}
+    rules = tuple(_rule(path, n, r, set(topics), output_topic, by_name) for n, r in enumerate(rules_raw, start=1))
+    return Transform(path=path, inputs=tuple(inputs), output_topic=output_topic, model=model, rules=rules,
+                     lookups=lookups)

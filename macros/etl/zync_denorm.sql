@@ -2,13 +2,13 @@
   A denorm rule: pairs pending `left` records with pending `right` records
   that agree on the join keys, and yields one transformation event per pair.
   The caller's block is the projection (key, value__<field>..., fields) over
-  `left_record` and `right_record`.
+  `left_record`, `right_record` and the lookups the rule joins to each pair.
 
   Pairing is one to one: within a join-key group the n-th left record (in
   offset order) pairs with the n-th right record, so no record takes part in
   two events and an unmatched record simply waits for its partner.
 #}
-{% macro zync_denorm(left, right, left_keys, right_keys, where=none, after=[]) -%}
+{% macro zync_denorm(left, right, left_keys, right_keys, where=none, after=[], lookups=[]) -%}
 select
     array({{ zync_coordinates('left_record') }}, {{ zync_coordinates('right_record') }}) as consumed,
     {{ zync_ordering('left_record') }} as ordering,
@@ -23,6 +23,10 @@ inner join (
     {{ left_key }} = {{ right_keys[loop.index0] }}
     and {% endfor -%}
     left_record.zync_pair = right_record.zync_pair
+{{- zync_lookup_joins(lookups) }}
+{%- if lookups %}
+where {{ zync_lookups_unique(lookups, 'left_record') }}
+{%- endif %}
 {%- endmacro %}
 
 

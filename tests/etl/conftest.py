@@ -9,9 +9,9 @@ from tests.etl.scratch import make_project
 
 @pytest.fixture
 def project(tmp_path, spark):
-    """make(transforms) -> Project: compile transform files into a scratch dbt project."""
+    """make(transforms, seeds=None, schemas=None) -> Project: compile transform files into a scratch dbt project."""
 
-    def make(transforms: dict[str, str]):
-        return make_project(tmp_path, spark, transforms)
+    def make(transforms: dict[str, str], **options):
+        return make_project(tmp_path, spark, transforms, **options)
 
     return make

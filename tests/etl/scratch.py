@@ -14,8 +14,10 @@ import textwrap
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from urllib.parse import urlparse
 
 from compiler import compile_transforms, write_outputs
+from compiler.schemas import SchemaSource, delta_log_schemas
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "zync"
@@ -59,20 +61,36 @@ class Project:
         return self.spark.sql(f"select * from {SCHEMA}.{table} where {where}").collect()
 
 
-def make_project(tmp_path: Path, spark, transforms: dict[str, str]) -> Project:
-    """A dbt project in tmp_path/project with the given transform files compiled into models/."""
+def make_project(tmp_path: Path, spark, transforms: dict[str, str], seeds: dict[str, str] | None = None,
+                 schemas: SchemaSource | None = None) -> Project:
+    """A dbt project in tmp_path/project with the given transform files compiled into models/.
+
+    seeds: {file name: CSV text} to use instead of the project's seeds/;
+    schemas: what the compiler checks field paths against (e.g. warehouse_schemas(spark)).
+    """
     project = tmp_path / "project"
     (project / "transforms").mkdir(parents=True)
     shutil.copy(ROOT / "dbt_project.yml", project / "dbt_project.yml")
-    for folder in ("macros", "seeds"):
-        (project / folder).symlink_to(ROOT / folder)
+    (project / "macros").symlink_to(ROOT / "macros")
+    if seeds is None:
+        (project / "seeds").symlink_to(ROOT / "seeds")
+    else:
+        (project / "seeds").mkdir()
+        for name, text in seeds.items():
+            (project / "seeds" / name).write_text(text)
     paths = []
     for name, text in transforms.items():
         path = project / "transforms" / name
         path.write_text(textwrap.dedent(text))
         paths.append(path)
-    write_outputs(compile_transforms(paths, project), project)
+    write_outputs(compile_transforms(paths, project, schemas=schemas), project)
     return Project(project, spark)
+
+
+def warehouse_schemas(spark) -> SchemaSource:
+    """The raw tables' schemas as `zync etl compile` reads them: from their Delta logs in the warehouse."""
+    warehouse = Path(urlparse(spark.conf.get("spark.sql.warehouse.dir")).path)
+    return delta_log_schemas(warehouse, SCHEMA)
 
 
 def drop_tables(spark, *relations: str) -> None:

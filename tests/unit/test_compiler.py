@@ -104,7 +104,7 @@ def test_join_on_may_be_written_right_to_left_and_as_a_conjunction(tmp_path):
         (("key: left.key", "key: left.key +"), "not a valid SQL expression", 12),
         (("right: B", "right: Z"), "not among the inputs", 9),
         (("type: stateless", "type: statefull"), "type must be denorm or stateless", 14),
-        (("value: {id: left.value.after.id, b: right.value.after.b}", "value: left.value.after"), "value must be a mapping", 13),
+        (("value: {id: left.value.after.id, b: right.value.after.b}", "value: left.value.after"), "whose schema is not known yet", 13),
         (("    out: C\n    key: {id", "    out: D\n    key: {id"), "not the output topic", 17),
         (("  - {topic: B, table: raw_b}", "  - {topic: B, table: raw-b}"), "plain SQL name", 3),
         (("    where: value.op = 'u'", "    where: in.value.op = 'u' AND other.x = 1"), "does not name a record field", 15),
