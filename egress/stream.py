@@ -3,13 +3,13 @@
 A Spark query per batch of rows costs a second or more of planning (Delta
 snapshot, file skipping) however few rows it reads: at 100,000 rows a batch
 that fixed cost dominated egress. Instead one query covers the whole pass:
-range-partitioned by offset into partitions of about one batch each, sorted
-within them, collected through PySpark's Arrow socket and read as the
-batches arrive, while the producer sends the previous ones.
+partitioned by offset into partitions of one batch each, sorted within
+them, collected through PySpark's Arrow socket and read as the batches
+arrive, while the producer sends the previous ones.
 
-Spark returns whole partitions in the order they finish, which with range
-partitions is almost the offset order; `in_offset_order` holds back a
-partition that overtook an earlier one until that one arrives.
+Spark returns whole partitions in the order they finish, which is almost
+the offset order; `in_offset_order` holds back a partition that overtook an
+earlier one until that one arrives.
 """
 
 from __future__ import annotations
@@ -49,13 +49,36 @@ def arrow_batches(frame) -> Iterator:  # -> Iterator[pyarrow.RecordBatch]
 
 
 def partitioned_by_offset(encoded, lo: int, hi: int, batch_size: int):
-    """Rows with offsets [lo, hi) in range partitions of about batch_size rows, each sorted by offset."""
+    """Rows with offsets [lo, hi) in partitions of batch_size offsets each, in order, sorted within.
+
+    repartitionByRange would first run a sampling job over the whole input
+    (encoding every row once more); the offsets of [lo, hi) are known, so
+    the bucket of each row is simply (offset - lo) div batch_size. Spark's
+    hash partitioning sends a row to pmod(hash(column), n), so each bucket is
+    given as its column value a number that hashes to the bucket's own index.
+    """
     from pyspark.sql import functions as F
 
     partitions = max(1, ceil((hi - lo) / batch_size))
+    bucket = F.floor((F.col("offset") - F.lit(lo)) / F.lit(batch_size))
+    landing = F.element_at(F.array(*[F.lit(v) for v in _hashing_to_own_index(encoded.sparkSession, partitions)]),
+                           (bucket + 1).cast("int"))
     return (encoded.where((F.col("offset") >= lo) & (F.col("offset") < hi))
-            .repartitionByRange(partitions, "offset")
+            .repartition(partitions, landing.alias("zync_partition"))
             .sortWithinPartitions("offset"))
+
+
+def _hashing_to_own_index(spark, partitions: int) -> list[int]:
+    """For p in 0..partitions-1, a bigint v with pmod(hash(v), partitions) = p (as HashPartitioning computes it)."""
+    from pyspark.sql import functions as F
+
+    found = dict(spark.range(0, 64 * partitions)
+                 .groupBy(F.pmod(F.hash("id"), F.lit(partitions)).alias("p")).agg(F.min("id"))
+                 .collect())
+    missing = [p for p in range(partitions) if p not in found]
+    if missing:  # 64 candidates per partition: practically never
+        raise ZyncError(f"internal: no partitioning value for partitions {missing[:5]}; use another --batch-size")
+    return [found[p] for p in range(partitions)]
 
 
 class OffsetGapError(ZyncError):
