@@ -201,13 +201,12 @@ def main() -> None:
     load = os.getloadavg()
     result = {"rows": args.rows, "build_seconds": build_s, "egress": egress, "ceiling": ceil,
               "egress_vs_ceiling": ceil["records_per_s"] / egress["records_per_s"],
-              "cpus": os.cpu_count(), "loadavg_at_end": load,
-              "note": "shared 2-core machine: other helpers' Spark/Kafka stacks ran at the same time"}
+              "cpus": os.cpu_count(), "loadavg_at_end": load}
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
     (out / "egress_throughput.json").write_text(json.dumps(result, indent=2))
     print(f"egress benchmark, {args.rows:,} out rows ({egress['batch_size']:,} per batch); "
-          f"machine shared with other helpers' stacks (load average {load[0]:.1f} on {os.cpu_count()} cores)")
+          f"load average {load[0]:.1f} at the end, {os.cpu_count()} cores")
     print(f"  zync to-kafka   {egress['records_per_s']:>10,.0f} records/s  ({egress['records']:,} in {egress['seconds']:.1f}s; "
           f"{egress['wall_seconds_with_spark_start']:.1f}s with Spark start-up)")
     print(f"  ceiling         {ceil['records_per_s']:>10,.0f} records/s  (confluent-kafka producing the same "
