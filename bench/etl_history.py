@@ -174,6 +174,10 @@ def main() -> None:
         write(raw_frame(spark, "benchB", half, 2 * pairs, new_id, "b").where(f"value.op = 'c'"), RAW_B, "append", 1)
         before = version(spark, MODEL)
         outs_before = count(spark, "kind = 'out'")
+        if size == sizes[0]:
+            # The first dbt run in a process pays for warming the JVM: not a figure of either side.
+            timed_run(project)
+            spark.sql(f"restore table zync.{MODEL} to version as of {before}")
         cursor_s = timed_run(project)
         emitted = count(spark, "kind = 'out'") - outs_before
         assert emitted == pairs, f"expected {pairs} new out rows, got {emitted}"
