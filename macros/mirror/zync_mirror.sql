@@ -7,8 +7,9 @@
   materialization, modelled on dbt-spark's incremental one:
   - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the model
     (a rebuild from the raw history; Delta keeps the history across a replace);
-  - otherwise: the model (the changes past the mirror's cursor) as a temporary
-    view, then one MERGE (see zync_mirror_merge_sql) = one Delta commit.
+  - otherwise: the model (the changes past the mirror's cursor) as a cached
+    temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
+    commit.
   The model's settings live in its meta: {'zync_mirror': {topic, delete,
   primary_key, columns, source_ts}} (written by `zync etl compile`).
 #}
@@ -28,13 +29,23 @@
     {%- call statement('create_changes') -%}
       {{ create_table_as(True, changes_relation, compiled_code) }}
     {%- endcall -%}
+    {#- Cached once: Delta's MERGE reads its source twice (find the touched
+        files, then write), and the row count decides the join below. -#}
+    {%- call statement('cache_changes') -%}
+      cache table {{ changes_relation }}
+    {%- endcall -%}
+    {%- set changes = run_query('select count(*) from ' ~ changes_relation).columns[0].values()[0] | int -%}
     {#- New value fields evolve the mirror through MERGE's schema auto-merge. -#}
     {%- call statement('schema_evolution') -%}
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
     {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
     {%- call statement('main') -%}
-      {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, settings.delete) }}
+      {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, settings.delete,
+                               broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
+    {%- endcall -%}
+    {%- call statement('uncache_changes') -%}
+      uncache table if exists {{ changes_relation }}
     {%- endcall -%}
   {%- endif -%}
 

@@ -8,10 +8,17 @@
   - r: upsert too, unless the mirror's row (live, or soft-deleted) comes from
     a change with a source time at or after the read's (the re-snapshot guard).
   `update set *` / `insert *` with schema auto-merge add new columns.
+  broadcast: send the changes to every task instead of shuffling the
+  mirror to meet them (a run's changes are few beside the mirror's rows; the
+  materialization sets it up to var('zync_mirror_broadcast_rows', 2000000)).
 #}
-{% macro zync_mirror_merge_sql(target_relation, changes_relation, key_names, delete) -%}
+{% macro zync_mirror_merge_sql(target_relation, changes_relation, key_names, delete, broadcast=false) -%}
 merge into {{ target_relation }} as mirror
+{%- if broadcast %}
+using (select /*+ BROADCAST(change) */ * from {{ changes_relation }} as change) as change
+{%- else %}
 using {{ changes_relation }} as change
+{%- endif %}
 on {% for name in key_names %}mirror.{{ adapter.quote(name) }} = change.{{ adapter.quote(name) }}{{ " and " if not loop.last }}{% endfor %}
 {%- if delete == 'hard' %}
 when matched and change.`_zync_op` = 'd' then delete
