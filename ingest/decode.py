@@ -16,14 +16,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import types as T
 
+from ingest.arrow_frame import frame_from_arrow
 from ingest.evolution import conform
 from ingest.table import row_schema
 from zync.avro_types import spark_type, value_converter
 from zync.wire import DecodeError, Registry
 
 DECODERS = ("jvm", "python")
+MIN_PARTITION_ROWS = 10_000  # below this, one more Spark task costs more than it saves
+
+# The batch as it crosses to Spark: the payloads still Avro, decoded there by from_avro.
+RAW_SCHEMA = T.StructType([
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+    T.StructField("offset", T.LongType()), T.StructField("ts", T.LongType()),
+    T.StructField("kid", T.IntegerType()), T.StructField("vid", T.IntegerType()),
+    T.StructField("k", T.BinaryType()), T.StructField("v", T.BinaryType()),
+])
+RAW_ARROW_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("ts", pa.int64()),
+    ("kid", pa.int32()), ("vid", pa.int32()), ("k", pa.binary()), ("v", pa.binary()),
+])
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,14 @@ class Message:
         return f"topic {self.topic} partition {self.partition} offset {self.offset}"
 
 
+@dataclass(frozen=True)
+class PreparedBatch:
+    """A batch's message indexes per (key, value) writer schema ids, and its raw Arrow batches (jvm)."""
+
+    groups: dict[tuple[int | None, int | None], list[int]]
+    arrow: list[pa.RecordBatch] | None
+
+
 class BatchDecodeError(DecodeError):
     """Message number `index` of the batch does not decode; the ones before it did."""
 
@@ -61,8 +84,6 @@ class Decoder:
         self.kind = kind
         self._converters: dict[int, Any] = {}
         self._types: dict[int, T.DataType] = {}
-        if kind == "jvm":
-            spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
 
     def spark_type(self, schema_id: int) -> T.DataType:
         found = self._types.get(schema_id)
@@ -70,15 +91,26 @@ class Decoder:
             found = self._types[schema_id] = spark_type(self.registry.schema(schema_id).schema)
         return found
 
-    def frame(self, messages: Sequence[Message], key_type: T.DataType, value_type: T.DataType):
-        """The batch as kafka/key/value columns of the given (table) types."""
+    def prepare(self, messages: Sequence[Message]) -> PreparedBatch:
+        """The pure-Python half of a batch's frame, done by the consuming thread.
+
+        The writer thread then holds the GIL only for Py4J calls, so the two
+        threads do not take turns on it while Spark writes the previous batch.
+        """
         groups: dict[tuple[int | None, int | None], list[int]] = {}
         for i, m in enumerate(messages):
             groups.setdefault((m.key_schema_id, m.value_schema_id), []).append(i)
+        return PreparedBatch(groups, self._arrow(messages) if self.kind == "jvm" else None)
+
+    def frame(self, messages: Sequence[Message], key_type: T.DataType, value_type: T.DataType,
+              prepared: PreparedBatch | None = None):
+        """The batch as kafka/key/value columns of the given (table) types."""
+        prepared = prepared or self.prepare(messages)
+        groups = prepared.groups
         if self.kind == "python":
             frames = [self._python(messages, idx, ids, key_type, value_type) for ids, idx in groups.items()]
         else:
-            base = self._raw(messages)
+            base = self._raw(prepared.arrow)
             frames = [self._jvm(base, ids, len(groups) > 1, key_type, value_type) for ids in groups]
         result = frames[0]
         for other in frames[1:]:
@@ -118,35 +150,34 @@ class Decoder:
 
     # --- jvm -----------------------------------------------------------------
 
-    def _raw(self, messages: Sequence[Message]):
-        import pandas as pd
+    def _arrow(self, messages: Sequence[Message]) -> list[pa.RecordBatch]:
+        # One Arrow batch (= one partition, one write task, one file) per core.
+        parts = max(1, min(self.spark.sparkContext.defaultParallelism, len(messages) // MIN_PARTITION_ROWS))
+        step = -(-len(messages) // parts)
+        batches = []
+        for start in range(0, len(messages), step):
+            chunk = messages[start:start + step]
+            batches.append(pa.RecordBatch.from_arrays([
+                pa.array([m.topic for m in chunk], pa.string()),
+                pa.array([m.partition for m in chunk], pa.int32()),
+                pa.array([m.offset for m in chunk], pa.int64()),
+                pa.array([m.timestamp_ms for m in chunk], pa.int64()),
+                pa.array([m.key_schema_id for m in chunk], pa.int32()),
+                pa.array([m.value_schema_id for m in chunk], pa.int32()),
+                pa.array([m.key for m in chunk], pa.binary()),
+                pa.array([m.value for m in chunk], pa.binary()),
+            ], schema=RAW_ARROW_SCHEMA))
+        return batches
+
+    def _raw(self, batches: list[pa.RecordBatch]):
         from pyspark.sql import functions as F
 
-        # Missing schema ids travel as -1: plain int columns keep the Arrow path simple and fast.
-        pdf = pd.DataFrame({
-            "topic": [m.topic for m in messages],
-            "partition": pd.array([m.partition for m in messages], dtype="int32"),
-            "offset": pd.array([m.offset for m in messages], dtype="int64"),
-            "ts": pd.array([m.timestamp_ms for m in messages], dtype="int64"),
-            "kid": pd.array([-1 if m.key_schema_id is None else m.key_schema_id for m in messages], dtype="int32"),
-            "vid": pd.array([-1 if m.value_schema_id is None else m.value_schema_id for m in messages],
-                            dtype="int32"),
-            "k": [m.key for m in messages],
-            "v": [m.value for m in messages],
-        })
-        schema = T.StructType([
-            T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-            T.StructField("offset", T.LongType()), T.StructField("ts", T.LongType()),
-            T.StructField("kid", T.IntegerType()), T.StructField("vid", T.IntegerType()),
-            T.StructField("k", T.BinaryType()), T.StructField("v", T.BinaryType()),
-        ])
-        raw = self.spark.createDataFrame(pdf, schema)
+        raw = frame_from_arrow(self.spark, batches, RAW_SCHEMA)
         return raw.select(
             F.struct(
                 F.col("topic"), F.col("partition"), F.col("offset"),
                 F.when(F.col("ts") > 0, F.timestamp_millis(F.col("ts"))).alias("timestamp"),
-                F.when(F.col("kid") >= 0, F.col("kid")).alias("key_schema_id"),
-                F.when(F.col("vid") >= 0, F.col("vid")).alias("value_schema_id"),
+                F.col("kid").alias("key_schema_id"), F.col("vid").alias("value_schema_id"),
             ).alias("kafka"), "kid", "vid", "k", "v")
 
     def _jvm(self, base, ids: tuple[int | None, int | None], several: bool,
@@ -156,8 +187,8 @@ class Decoder:
 
         frame = base
         if several:
-            frame = frame.where((F.col("kid") == (ids[0] if ids[0] is not None else -1))
-                                & (F.col("vid") == (ids[1] if ids[1] is not None else -1)))
+            frame = frame.where(F.col("kid").eqNullSafe(F.lit(ids[0]).cast("int"))
+                                & F.col("vid").eqNullSafe(F.lit(ids[1]).cast("int")))
 
         def column(schema_id: int | None, raw: str, target: T.DataType):
             if schema_id is None:

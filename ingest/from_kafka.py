@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from pyspark.sql import types as T
 
-from ingest.decode import BatchDecodeError, Decoder, Message
+from ingest.decode import BatchDecodeError, Decoder, Message, PreparedBatch
 from ingest.evolution import Change, IncompatibleSchemaError, merge
+from ingest.pipeline import OneInFlight
 from ingest.progress import IngestProgress
 from ingest.shaper import check_shaped_schema, load_shaper
 from ingest.table import RawTable, kafka_struct
@@ -51,8 +52,21 @@ class TopicState:
     changes: list[Change] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     first_at: float = 0.0
-    next_offsets: dict[int, int] = field(default_factory=dict)
+    next_offsets: dict[int, int] = field(default_factory=dict)  # committed: partition -> next offset
+    read_offsets: dict[int, int] = field(default_factory=dict)  # read: partition -> next offset
     committed: int = 0
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One topic's messages sealed for one commit, with the column types they are written as."""
+
+    state: TopicState
+    messages: list[Message]
+    key_type: T.DataType
+    value_type: T.DataType
+    changes: list[Change]
+    prepared: PreparedBatch | None = None
 
 
 class Ingest:
@@ -78,6 +92,7 @@ class Ingest:
         self.spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")
         self.decoder = Decoder(self.spark, self.registry, decoder)
         self.progress = progress or IngestProgress()
+        self.writer = OneInFlight()
         self.states: dict[str, TopicState] = {}
         for topic in topics:
             raw = (RawTable(self.spark, location=location) if location
@@ -94,6 +109,7 @@ class Ingest:
             # With a shaper the table holds shaped columns; the batch keeps Avro's types.
             state.key_type, state.value_type = resume.key_type, resume.value_type
         state.next_offsets = dict(resume.offsets)
+        state.read_offsets = dict(resume.offsets)
         state.last_schema = {"key": resume.key_schema_id, "value": resume.value_schema_id}
         return resume.offsets
 
@@ -153,33 +169,47 @@ class Ingest:
                             f"registry has no subject {topic}-{part} to type the `{part}` column") from None
         return spark_type(json.loads(latest.schema.schema_str))
 
-    def commit(self, state: TopicState, upto: int | None = None) -> None:
-        messages = state.messages if upto is None else state.messages[:upto]
-        if not messages:
+    def commit(self, state: TopicState) -> None:
+        """Hand the topic's waiting messages to the background writer (after the batch in flight lands)."""
+        if not state.messages:
             return
         if state.key_type is None:
             state.key_type = self._fallback_type(state.topic, "key")
         if state.value_type is None:
             state.value_type = self._fallback_type(state.topic, "value")
-        table = state.table
+        batch = Batch(state, state.messages, state.key_type, state.value_type, state.changes,
+                      self.decoder.prepare(state.messages))
+        state.messages, state.changes = [], []
+        self.writer.submit(self._write, batch)
+
+    def commit_all(self) -> None:
+        """Commit everything read so far and wait until it is in the tables."""
+        for state in self.states.values():
+            self.commit(state)
+        self.writer.wait()
+
+    def _write(self, batch: Batch) -> None:
+        """One batch -> one Delta commit (runs on the writer thread)."""
+        state, messages, table = batch.state, batch.messages, batch.state.table
+        # Spark's active session is per JVM thread; without it this thread's catalog lookups
+        # miss the Delta catalog (a by-name table then looks like an empty non-Delta one).
+        self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
         if not self.shaper_sql:
             if not table.exists():
-                table.create(state.key_type, state.value_type)
-            elif state.changes:
-                table.evolve(state.changes, state.key_type, state.value_type)
-            state.changes = []
-        last = messages[-1]
+                table.create(batch.key_type, batch.value_type)
+            elif batch.changes:
+                table.evolve(batch.changes, batch.key_type, batch.value_type)
         try:
-            frame = self.decoder.frame(messages, state.key_type, state.value_type)
+            frame = self.decoder.frame(messages, batch.key_type, batch.value_type, batch.prepared)
             if self.shaper_sql:
                 frame.createOrReplaceTempView("batch")
                 frame = self.spark.sql(self.shaper_sql)
                 check_shaped_schema(frame, kafka_struct(), self.shaper_name)
                 if not table.exists():
                     table.create_with(frame.schema)
-            table.append(frame, f"the batch up to {last.where}")
+            table.append(frame, f"the batch up to {messages[-1].where}")
         except BatchDecodeError as e:
-            self._stop_at(state, e)
+            self._stop_at(batch, e)
         except ZyncError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark's from_avro failure: find the message
@@ -188,26 +218,21 @@ class Ingest:
             located = self.decoder.locate_error(messages)
             if located is None:
                 raise
-            self._stop_at(state, located)
+            self._stop_at(batch, located)
         for m in messages:
             state.next_offsets[m.partition] = m.offset + 1
-        state.messages = state.messages[len(messages):]
         state.committed += len(messages)
         self.progress.commit(table.label, len(messages), dict(state.next_offsets),
                              check_ms=round(table.check_seconds * 1000))
 
-    def _stop_at(self, state: TopicState, e: BatchDecodeError) -> None:
+    def _stop_at(self, batch: Batch, e: BatchDecodeError) -> None:
         """Commit the messages before an undecodable one, then stop with its coordinates."""
         if e.index > 0:
-            self.commit(state, upto=e.index)
+            self._write(replace(batch, messages=batch.messages[:e.index], changes=[], prepared=None))
         raise DecodeError(
-            f"{e}. Nothing from this message on is committed to {state.table.label}. Fix or remove the "
+            f"{e}. Nothing from this message on is committed to {batch.state.table.label}. Fix or remove the "
             "producer of such messages; to skip it, ingest from a later offset into a new table."
         ) from None
-
-    def commit_all(self) -> None:
-        for state in self.states.values():
-            self.commit(state)
 
     # --- the loop --------------------------------------------------------------
 
@@ -251,8 +276,13 @@ class Ingest:
                     if exit_after is not None and not behind and now - last_message >= exit_after:
                         break
         finally:
-            # Whatever was read but not committed is read again by the next run.
-            consumer.close()
+            # A batch handed to Spark lands (or fails) before the run ends; whatever was read
+            # but not handed over is read again by the next run.
+            try:
+                self.writer.wait()
+            finally:
+                self.writer.close()
+                consumer.close()
         total = sum(s.committed for s in self.states.values())
         tables = ", ".join(s.table.label for s in self.states.values())
         offsets = "; ".join(f"{t}: " + ", ".join(f"[{p}] {o}" for p, o in sorted(s.next_offsets.items()))
@@ -280,6 +310,7 @@ class Ingest:
         if not state.messages:
             state.first_at = time.monotonic()
         state.messages.append(m)
+        state.read_offsets[m.partition] = m.offset + 1
         for part, sid in (("key", m.key_schema_id), ("value", m.value_schema_id)):
             if sid is not None:
                 state.last_schema[part] = sid
@@ -303,7 +334,5 @@ class Ingest:
                 _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=0.5)
             except Exception:  # noqa: BLE001 - lag is cosmetic; a slow broker must not stop ingest
                 continue
-            state = self.states[tp.topic]
-            pending = [m.offset for m in state.messages if m.partition == tp.partition]
-            position = max(pending) + 1 if pending else state.next_offsets.get(tp.partition, 0)
+            position = self.states[tp.topic].read_offsets.get(tp.partition, 0)
             self.progress.lag[(tp.topic, tp.partition)] = max(0, high - position)
