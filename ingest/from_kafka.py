@@ -4,6 +4,8 @@ The resume point is the table itself (its largest offset per topic-partition);
 see ingest/table.py for why a crash or a second ingest never duplicates.
 A message that cannot be taken (not Avro, an incompatible schema) stops the
 run after committing the messages read before it, and nothing after it.
+Batches are written by one background thread, one at a time and in order
+(ingest/pipeline.py), while this thread reads the next one.
 """
 
 from __future__ import annotations

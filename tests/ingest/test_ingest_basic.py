@@ -26,6 +26,8 @@ def test_three_partitions_envelope_first_and_resume_without_duplicates(producer,
     assert schema["kafka"].dataType.names == ["topic", "partition", "offset", "timestamp",
                                                "key_schema_id", "value_schema_id"]
     assert schema["value"].dataType.names == ["before", "after", "source", "op", "ts_ms"]
+    properties = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+    assert properties["delta.dataSkippingStatsColumns"] == "kafka,key"  # not Debezium's `before` image
 
     for p in range(3):  # more arrives; a second run takes only that
         producer.send(topic, KEY, envelope(ROW_V1), [({"id": p * 100 + 5}, event("u", _row(p * 100 + 5)))],
