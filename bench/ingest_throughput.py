@@ -5,7 +5,7 @@ rows in before/after, a source block, op, ts_ms; pre-encoded Avro bytes) on its
 own embedded Kafka and registry (ports 23192/23181, state in bench/out/), then
 measures in the same run:
 - the ceiling: confluent-kafka merely consuming the messages;
-- zync from-kafka into Delta, JVM decoding (from_avro; the default), at two batch sizes,
+- zync from-kafka into Delta, JVM decoding (from_avro; the default), at two batch sizes (250k, the default, and 100k),
   with the peak RSS of its process tree (python + JVM);
 - zync from-kafka with Python decoding (fastavro + createDataFrame), on the first
   --python-records messages (it is slower; the rate is what counts);
@@ -216,10 +216,10 @@ def main() -> None:
         print(f"topic {topic}: {args.records:,} events ready", flush=True)
         results["ceiling_confluent_kafka_consume"] = ceiling(target, topic, args.records)
         print("ceiling", results["ceiling_confluent_kafka_consume"], flush=True)
+        results["zync_jvm_batch_250k"] = zync_ingest(topic, "zync-jvm-250k", 250_000, "jvm", args.records)
+        print("zync jvm 250k", results["zync_jvm_batch_250k"], flush=True)
         results["zync_jvm_batch_100k"] = zync_ingest(topic, "zync-jvm-100k", 100_000, "jvm", args.records)
         print("zync jvm 100k", results["zync_jvm_batch_100k"], flush=True)
-        results["zync_jvm_batch_25k"] = zync_ingest(topic, "zync-jvm-25k", 25_000, "jvm", args.records)
-        print("zync jvm 25k", results["zync_jvm_batch_25k"], flush=True)
         results["anchor_structured_streaming"] = anchor(target, topic, args.records)
         print("anchor", results["anchor_structured_streaming"], flush=True)
         results["zync_python_batch_100k"] = zync_ingest(small, "zync-python", 100_000, "python",
@@ -231,15 +231,15 @@ def main() -> None:
             services.down(target)
     (OUT / "ingest_throughput.json").write_text(json.dumps(results, indent=2))
     rows = [("ceiling: confluent-kafka consume", results["ceiling_confluent_kafka_consume"]),
+            ("zync from-kafka, jvm decode, batch 250k (default)", results["zync_jvm_batch_250k"]),
             ("zync from-kafka, jvm decode, batch 100k", results["zync_jvm_batch_100k"]),
-            ("zync from-kafka, jvm decode, batch 25k", results["zync_jvm_batch_25k"]),
             ("anchor: Structured Streaming availableNow", results["anchor_structured_streaming"]),
             (f"zync from-kafka, python decode ({args.python_records:,})", results["zync_python_batch_100k"])]
     print(f"\n{results['machine']}")
     for label, r in rows:
         rss = f"  peak RSS {r['peak_rss_mb']:,.0f} MB" if "peak_rss_mb" in r else ""
-        print(f"{label:45s} {r['records']:>9,} in {r['seconds']:7.1f}s = {r['records_per_s']:>9,.0f} records/s{rss}")
-    print(f"conflict check per commit (zync, batch 100k): {results['zync_jvm_batch_100k']['conflict_check_ms_per_commit']:.0f} ms")
+        print(f"{label:50s} {r['records']:>9,} in {r['seconds']:7.1f}s = {r['records_per_s']:>9,.0f} records/s{rss}")
+    print(f"conflict check per commit (zync, batch 250k): {results['zync_jvm_batch_250k']['conflict_check_ms_per_commit']:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -161,8 +161,8 @@ def parser() -> argparse.ArgumentParser:
                    help="keep the table at this Delta path instead of the catalog (a single topic)")
     p.add_argument("--exit-after", type=parse_duration, metavar="DUR",
                    help="stop after DUR with no new messages (default: run until interrupted)")
-    p.add_argument("--batch-size", type=int, default=100_000,
-                   help="records per Delta commit at most; bounds memory (default 100000)")
+    p.add_argument("--batch-size", type=int, default=250_000,  # ingest.from_kafka.DEFAULT_BATCH_SIZE (not imported: it loads pyspark)
+                   help="records per Delta commit at most; memory holds two batches (default %(default)s)")
     p.add_argument("--max-interval", type=parse_duration, default=5.0, metavar="DUR",
                    help="commit what was read at least this often (default 5s)")
     p.add_argument("--decoder", choices=["jvm", "python"], default="jvm",
