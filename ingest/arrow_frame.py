@@ -26,5 +26,4 @@ def frame_from_arrow(spark, batches: Sequence, schema: T.StructType):
         list(batches), ArrowStreamSerializer(),
         lambda temp_file: jvm.PythonSQLUtils.readArrowStreamFromFile(temp_file),
         lambda: jvm.ArrowIteratorServer())
-    frame = DataFrame(jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession), spark)
-    return frame
+    return DataFrame(jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession), spark)
