@@ -198,19 +198,14 @@ class Ingest:
         # Spark's active session is per JVM thread; without it this thread's catalog lookups
         # miss the Delta catalog (a by-name table then looks like an empty non-Delta one).
         self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
-        if not self.shaper_sql:
-            if not table.exists():
-                table.create(batch.key_type, batch.value_type)
-            elif batch.changes:
-                table.evolve(batch.changes, batch.key_type, batch.value_type)
+        if not self.shaper_sql and batch.changes and table.exists():
+            table.evolve(batch.changes, batch.key_type, batch.value_type)
         try:
             frame = self.decoder.frame(messages, batch.key_type, batch.value_type, batch.prepared)
             if self.shaper_sql:
                 frame.createOrReplaceTempView("batch")
                 frame = self.spark.sql(self.shaper_sql)
                 check_shaped_schema(frame, kafka_struct(), self.shaper_name)
-                if not table.exists():
-                    table.create_with(frame.schema)
             table.append(frame, f"the batch up to {messages[-1].where}")
         except BatchDecodeError as e:
             self._stop_at(batch, e)

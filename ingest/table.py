@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from pyspark.sql import types as T
@@ -30,6 +32,7 @@ ENVELOPE_FIELDS = ("topic", "partition", "offset")
 # one filters on, and that costs about a third of an ingest batch's write.
 STATS_COLUMNS = ("kafka", "key")
 _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 class ConcurrentIngestError(ZyncError):
@@ -129,32 +132,30 @@ class RawTable:
     def schema(self) -> T.StructType:
         return self.spark.table(self.sql_name).schema
 
-    def create(self, key: T.DataType, value: T.DataType) -> None:
-        """An empty table with the envelope first; a concurrent creator is harmless (same schema)."""
-        self.create_with(row_schema(key, value))
-
-    def create_with(self, schema: T.StructType) -> None:
-        empty = self.spark.createDataFrame([], schema)
-        if self.name:
-            self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
-        # The session default becomes the new table's property (delta.dataSkippingStatsColumns).
-        previous = self.spark.conf.get(_STATS_DEFAULT, None)
-        self.spark.conf.set(_STATS_DEFAULT, ",".join(c for c in STATS_COLUMNS if c in schema.names))
+    @contextmanager
+    def _session_conf(self, settings: dict[str, str]) -> Iterator[None]:
+        previous = {k: self.spark.conf.get(k, None) for k in settings}
+        for k, v in settings.items():
+            self.spark.conf.set(k, v)
         try:
-            if self.name:
-                empty.write.format("delta").mode("append").saveAsTable(self.name)
-            else:
-                empty.write.format("delta").mode("append").save(self.location)
-        except Exception:  # noqa: BLE001 - a concurrent creator won; its table is checked on use
-            self._exists = False
-            if not self.exists():
-                raise
+            yield
         finally:
-            if previous is None:
-                self.spark.conf.unset(_STATS_DEFAULT)
-            else:
-                self.spark.conf.set(_STATS_DEFAULT, previous)
-        self._exists = True
+            for k, v in previous.items():
+                if v is None:
+                    self.spark.conf.unset(k)
+                else:
+                    self.spark.conf.set(k, v)
+
+    def _creating(self, schema: T.StructType, marker: str):
+        """What a first append sets for the table it creates, through session defaults.
+
+        The stats columns become the new table's property; and a by-name create (CREATE
+        TABLE AS SELECT) ignores the writer's userMetadata option, but not the session's.
+        """
+        return self._session_conf({
+            _STATS_DEFAULT: ",".join(c for c in STATS_COLUMNS if c in schema.names),
+            _USER_METADATA: marker,
+        })
 
     # --- resume point -------------------------------------------------------
 
@@ -223,25 +224,38 @@ class RawTable:
     # --- the one-commit append ---------------------------------------------
 
     def append(self, frame, where: str) -> None:
-        """Append one batch as one idempotent Delta commit, or fail if another ingest wrote meanwhile."""
+        """Append one batch as one idempotent Delta commit, or fail if another ingest wrote meanwhile.
+
+        The first append creates the table (envelope first, as the frame has it): one Spark
+        job and one commit instead of an empty create and then the batch, which in a fresh
+        JVM cost ~12 s on their own (bench/ingest_throughput.py).
+        """
         started = time.monotonic()
-        # Only the commits since the last one this ingest saw are read (JSON files, no Spark job).
-        seen, others, _ = self._commits_since(self._seen_version, None)
-        if others:
-            raise self._conflict(where, f"it made commit {others[0]} since this one started")
+        creating = not self.exists()
+        seen = self._seen_version
+        if not creating:
+            # Only the commits since the last one this ingest saw are read (JSON files, no Spark job).
+            seen, others, _ = self._commits_since(seen, None)
+            if others:
+                raise self._conflict(where, f"it made commit {others[0]} since this one started")
+        elif self.name:
+            self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
         version = self._txn_version + 1
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
         try:
-            if self.name:
-                writer.saveAsTable(self.name)
-            else:
-                writer.save(self.location)
+            with self._creating(frame.schema, marker) if creating else nullcontext():
+                if self.name:
+                    writer.saveAsTable(self.name)
+                else:
+                    writer.save(self.location)
         except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
             if "ConcurrentTransactionException" in str(e) or "DELTA_CONCURRENT_TRANSACTION" in str(e):
                 raise self._conflict(where, "it committed the same batch number first") from None
+            if creating and self._created_meanwhile():
+                raise self._conflict(where, "it created the table first") from None
             raise
         self._exists = True
         started = time.monotonic()
@@ -251,6 +265,14 @@ class RawTable:
             raise self._conflict(where, f"it committed batch number {version} first; this one was skipped")
         self._seen_version, self._txn_version = latest, version
         self.check_seconds += time.monotonic() - started
+
+    def _created_meanwhile(self) -> bool:
+        """After a failed first write: did another ingest create the table (so the failure is the race)?"""
+        self._exists = False
+        try:
+            return self.exists() and self._commits_since(-1, None)[1] != []
+        except Exception:  # noqa: BLE001 - a half-created table is not evidence of a race
+            return False
 
     def _commits_since(self, version: int, marker: str | None) -> tuple[int, list[int], int | None]:
         """(latest version, versions of other ingests' commits, version of the commit with `marker`)

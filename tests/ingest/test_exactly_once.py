@@ -12,6 +12,8 @@ import signal
 import time
 from collections import Counter
 
+import pytest
+
 from tests.ingest.conftest import ZyncProcess, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 
@@ -77,7 +79,7 @@ def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, s
     one = ZyncProcess(args, tmp_path / "state-1")
     two = None
     try:
-        _wait_for(lambda: _commits(location) >= 2 or one.poll() is not None, 600, "the first ingest's commit")
+        _wait_for(lambda: _commits(location) >= 1 or one.poll() is not None, 600, "the first ingest's commit")
         two = ZyncProcess(args, tmp_path / "state-2")
         _wait_for(lambda: two.poll() is not None or '"event": "start"' in two.stderr(), 600,
                   "the second ingest's start")
@@ -96,3 +98,21 @@ def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, s
     assert loser.poll() == 1, loser.stderr()[-3000:]
     assert "another ingest is writing table" in loser.stderr()
     assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(400)})
+
+
+def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, tmp_path):
+    """Both saw no table; one created it with its first batch: the other must not append its batch too."""
+    from pyspark.sql import types as T
+
+    from ingest.table import ConcurrentIngestError, RawTable, row_schema
+
+    location = str(tmp_path / "table")
+    key = T.StructType([T.StructField("id", T.LongType())])
+    schema = row_schema(key, key)
+    batch = spark.createDataFrame([(("t", 0, o, None, None, None), (o,), (o,)) for o in range(3)], schema)
+    first, second = RawTable(spark, location=location), RawTable(spark, location=location)
+    assert not first.exists() and not second.exists()
+    first.append(batch, "batch 1")
+    with pytest.raises(ConcurrentIngestError, match="another ingest is writing table"):
+        second.append(batch, "batch 1")
+    assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(3)})
