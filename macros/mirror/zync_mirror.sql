@@ -9,7 +9,7 @@
     (a rebuild from the raw history; Delta keeps the history across a replace);
   - otherwise: the model (the changes past the mirror's cursor) as a cached
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
-    commit, which carries the new cursor (zync_mirror_cursor).
+    commit.
   The model's settings live in its meta: {'zync_mirror': {topic, delete,
   primary_key, columns, source_ts}} (written by `zync etl compile`).
 #}
@@ -40,17 +40,9 @@
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
     {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
-    {#- The cursor past these changes goes into the MERGE's own commit, so the next
-        run reads it from the log instead of scanning the mirror. -#}
-    {%- call statement('cursor_metadata') -%}
-      set spark.databricks.delta.commitInfo.userMetadata = {{ zync_mirror_cursor_metadata(target_relation, changes_relation) }}
-    {%- endcall -%}
     {%- call statement('main') -%}
       {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, settings.delete,
                                broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
-    {%- endcall -%}
-    {%- call statement('reset_cursor_metadata') -%}
-      reset spark.databricks.delta.commitInfo.userMetadata
     {%- endcall -%}
     {%- call statement('uncache_changes') -%}
       uncache table if exists {{ changes_relation }}
