@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
 from pyspark.sql import types as T
@@ -146,7 +146,7 @@ class RawTable:
                 else:
                     self.spark.conf.set(k, v)
 
-    def _creating(self, schema: T.StructType, marker: str):
+    def _creating(self, schema: T.StructType, marker: str) -> AbstractContextManager[None]:
         """What a first append sets for the table it creates, through session defaults.
 
         The stats columns become the new table's property; and a by-name create (CREATE
@@ -227,8 +227,8 @@ class RawTable:
         """Append one batch as one idempotent Delta commit, or fail if another ingest wrote meanwhile.
 
         The first append creates the table (envelope first, as the frame has it): one Spark
-        job and one commit instead of an empty create and then the batch, which in a fresh
-        JVM cost ~12 s on their own (bench/ingest_throughput.py).
+        job and one commit, where an empty create before the first batch took ~12 s in a
+        fresh JVM (bench/ingest_throughput.py).
         """
         started = time.monotonic()
         creating = not self.exists()
