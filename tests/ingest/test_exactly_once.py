@@ -1,4 +1,5 @@
-"""Exactly once under kill -9 and under a second ingest of the same table, with real processes.
+"""Exactly once under kill -9 and under a second ingest of the same table, with real processes
+(and, in-process, two first writers of a table that does not exist yet).
 
 The subprocesses have their own state folders (the test session's SparkSession
 holds its Derby metastore) and share this session's Kafka and registry; the
@@ -13,7 +14,9 @@ import time
 from collections import Counter
 
 import pytest
+from pyspark.sql import types as T
 
+from ingest.table import ConcurrentIngestError, RawTable, row_schema
 from tests.ingest.conftest import ZyncProcess, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 
@@ -102,10 +105,6 @@ def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, s
 
 def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, tmp_path):
     """Both saw no table; one created it with its first batch: the other must not append its batch too."""
-    from pyspark.sql import types as T
-
-    from ingest.table import ConcurrentIngestError, RawTable, row_schema
-
     location = str(tmp_path / "table")
     key = T.StructType([T.StructField("id", T.LongType())])
     schema = row_schema(key, key)
