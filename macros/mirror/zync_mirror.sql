@@ -7,9 +7,12 @@
   materialization, modelled on dbt-spark's incremental one:
   - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the model
     (a rebuild from the raw history; Delta keeps the history across a replace);
+    its commit carries the cursor: the raw offsets read before it;
   - otherwise: the model (the changes past the mirror's cursor) as a cached
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
-    commit.
+    commit, which carries the cursor past the changes.
+  Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
+  run a scan of the mirror for it.
   The model's settings live in its meta: {'zync_mirror': {topic, delete,
   primary_key, columns, source_ts}} (written by `zync etl compile`).
 #}
@@ -22,7 +25,8 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing_relation is none or should_full_refresh() -%}
-    {%- call statement('main') -%}
+    {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) -%}
+    {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ create_table_as(False, target_relation, compiled_code) }}
     {%- endcall -%}
   {%- else -%}
@@ -40,7 +44,8 @@
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
     {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
-    {%- call statement('main') -%}
+    {%- set cursor = zync_mirror_next_cursor(target_relation, changes_relation) -%}
+    {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, settings.delete,
                                broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
     {%- endcall -%}
@@ -53,3 +58,22 @@
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
+
+{#
+  The `main` statement (the caller's body), run as a Delta commit whose
+  userMetadata carries `cursor` (see zync_mirror_cursor_metadata). A
+  CREATE TABLE AS SELECT drops a writer's own userMetadata, so it goes
+  through the session's default, set just around the statement.
+#}
+{% macro zync_mirror_commit_carrying(mirror_relation, cursor) -%}
+  {%- set sql = caller() -%}
+  {%- call statement('cursor_metadata') -%}
+    set spark.databricks.delta.commitInfo.userMetadata = {{ zync_mirror_cursor_metadata(mirror_relation, cursor) }}
+  {%- endcall -%}
+  {%- call statement('main') -%}
+    {{ sql }}
+  {%- endcall -%}
+  {%- call statement('reset_cursor_metadata') -%}
+    reset spark.databricks.delta.commitInfo.userMetadata
+  {%- endcall -%}
+{%- endmacro %}

@@ -7,6 +7,8 @@ batches; the tests check what each run left.
 
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -123,6 +125,43 @@ def test_time_travel_shows_the_row_before_the_update(spark, scenario):
 def test_each_run_is_one_merge_commit(spark, scenario):
     operations = [r[0] for r in spark.sql("describe history zync.mir_rules_hard").orderBy("version").select("operation").collect()]
     assert operations[-2:] == ["MERGE", "MERGE"]
+
+
+def _raw_cursor(*batches: list) -> dict[str, int]:
+    """The largest raw offset per partition in the batches, keyed as the commit metadata keys it."""
+    cursor: dict[str, int] = {}
+    for kafka, _, _ in itertools.chain(*batches):
+        _, partition, offset, _ = kafka
+        cursor[str(partition)] = max(offset, cursor.get(str(partition), -1))
+    return cursor
+
+
+def _stored_cursors(spark, table: str) -> list[dict]:
+    history = spark.sql(f"describe history zync.{table}").orderBy("version").collect()
+    return [json.loads(r.userMetadata) for r in history if r.userMetadata]
+
+
+def test_each_commit_carries_the_cursor_past_what_it_applied(spark, scenario):
+    # The build: the raw offsets read before it; each MERGE: the cursor it read, moved past its changes
+    # (run 2's tombstone and its offset below the cursor are not changes; run 3 opens partition 1).
+    assert _stored_cursors(spark, "mir_rules_hard")[:3] == [
+        {"zync_mirror": "zync.mir_rules_hard", "cursor": _raw_cursor(BATCH_1)},
+        {"zync_mirror": "zync.mir_rules_hard", "cursor": _raw_cursor(BATCH_1, BATCH_2)},
+        {"zync_mirror": "zync.mir_rules_hard", "cursor": _raw_cursor(BATCH_1, BATCH_2, BATCH_3)},
+    ]
+
+
+def test_a_restored_mirror_resumes_from_the_cursor_of_the_version_it_went_back_to(spark, scenario, tmp_path):
+    merges = spark.sql("describe history zync.mir_rules_hard").where("operation = 'MERGE'").orderBy("version").collect()
+    spark.sql(f"restore table zync.mir_rules_hard to version as of {merges[0].version}")  # back to after run 2
+    assert rows(spark, LIVE_ROWS.format("mir_rules_hard", "true")) == scenario.after["hard@2"]
+    scenario.project.run("run", "--select", "mir_rules_hard", "--log-path", str(tmp_path), "--log-level-file", "debug")
+    # Batch 3 applied again from run 2's cursor, found in the log past the RESTORE: the mirror was not scanned.
+    assert rows(spark, LIVE_ROWS.format("mir_rules_hard", "true")) == scenario.after["hard@3"]
+    assert _stored_cursors(spark, "mir_rules_hard")[-1]["cursor"] == _raw_cursor(BATCH_1, BATCH_2, BATCH_3)
+    log = (tmp_path / "dbt.log").read_text()
+    assert "describe history" in log
+    assert "max(`_zync_kafka`.`offset`) from zync.mir_rules_hard " not in log
 
 
 def test_the_dbt_tests_pass_then_catch_a_broken_mirror(spark, scenario):
