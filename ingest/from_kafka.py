@@ -1,11 +1,17 @@
-"""The ingest loop: consume, check each new writer schema, append one Delta commit per batch.
+"""The ingest loop: read, check each new writer schema, append one Delta commit per batch.
 
 The resume point is the table itself (its largest offset per topic-partition);
 see ingest/table.py for why a crash or a second ingest never duplicates.
 A message that cannot be taken (not Avro, an incompatible schema) stops the
 run after committing the messages read before it, and nothing after it.
-Batches are written by one background thread, one at a time and in order
-(ingest/pipeline.py), while this thread reads the next one.
+
+Two readers. By default Spark reads each batch's offsets from Kafka itself
+(ingest/spark_read.py): this loop plans the offsets, Spark reads, decodes and
+writes them in one job. A batch that job cannot take is read again here with
+the Python consumer, message by message, which finds the message and stops at
+it. With `--reader python` (or a profile the Java client cannot be given) the
+consumer reads everything: batches are then written by one background thread,
+one at a time and in order (ingest/pipeline.py), while this thread reads the next.
 """
 
 from __future__ import annotations
@@ -16,13 +22,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
 from ingest.decode import BatchDecodeError, Decoder, Message, PreparedBatch
 from ingest.evolution import Change, IncompatibleSchemaError, merge
+from ingest.java_kafka import NoJavaEquivalent, java_kafka_options
 from ingest.pipeline import OneInFlight
 from ingest.progress import IngestProgress
 from ingest.shaper import check_shaped_schema, load_shaper
+from ingest.spark_read import MALFORMED_AVRO, UNDECODABLE, WriterType, decode_batch, kafka_batch, plan
 from ingest.table import RawTable, kafka_struct
 from zync import kafka_client
 from zync.config import Target
@@ -37,6 +47,8 @@ DEFAULT_BATCH_SIZE = 250_000
 DEFAULT_MAX_INTERVAL_S = 5.0
 POLL_MESSAGES = 10_000
 LAG_REFRESH_S = 2.0
+READERS = ("spark", "python")
+WATERMARK_POLL_S = 0.5  # how often the Spark reader looks for new messages when caught up
 
 
 class IncompatibleChangeError(ZyncError):
@@ -77,7 +89,9 @@ class Ingest:
     def __init__(self, target: Target, topics: list[str], table: str | None = None,
                  shaper: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
-                 decoder: str = "jvm", progress: IngestProgress | None = None):
+                 decoder: str = "jvm", reader: str = "spark", progress: IngestProgress | None = None):
+        if reader not in READERS:
+            raise ZyncError(f"--reader is one of {', '.join(READERS)}, not {reader!r}")
         if (table or location) and len(topics) > 1:
             raise ZyncError("--table/--location name the table of a single topic; with several topics "
                             "each gets raw_<topic>")
@@ -95,8 +109,13 @@ class Ingest:
         # tasks; its default of 50 is for clusters and costs seconds per table here.
         self.spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")
         self.decoder = Decoder(self.spark, self.registry, decoder)
+        # Spark reads only what Spark decodes: fastavro needs the messages in Python anyway.
+        self.reader = reader if decoder == "jvm" else "python"
         self.progress = progress or IngestProgress()
         self.writer = OneInFlight()
+        self.partitions: dict[str, list[int]] = {}  # per topic, as the run found them at its start
+        # Batches Spark read, and batches it could not take that the consumer read instead.
+        self.batches_read = {"spark": 0, "consumer": 0}
         self.states: dict[str, TopicState] = {}
         for topic in topics:
             raw = (RawTable(self.spark, location=location) if location
@@ -236,14 +255,31 @@ class Ingest:
     # --- the loop --------------------------------------------------------------
 
     def run(self, exit_after: float | None = None) -> int:
-        consumer = kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.topics)}")
-        assignment = []
         for topic, state in self.states.items():
             resume = self._resume(state)
-            partitions = kafka_client.partitions(self.target, topic)
-            assignment += [TopicPartition(topic, p, resume.get(p, OFFSET_BEGINNING)) for p in partitions]
-            self.progress.log("start", topic=topic, table=state.table.label, partitions=len(partitions),
-                              resume_offsets=resume, decoder=self.decoder.kind)
+            self.partitions[topic] = kafka_client.partitions(self.target, topic)
+            self.progress.log("start", topic=topic, table=state.table.label, partitions=len(self.partitions[topic]),
+                              resume_offsets=resume, decoder=self.decoder.kind, reader=self.reader)
+        options = self._spark_options() if self.reader == "spark" else None
+        try:
+            if options is None or not self._read_with_spark(options, exit_after):
+                self._read_with_consumer(exit_after)
+        finally:
+            self.writer.close()
+        total = sum(s.committed for s in self.states.values())
+        tables = ", ".join(s.table.label for s in self.states.values())
+        offsets = "; ".join(f"{t}: " + ", ".join(f"[{p}] {o}" for p, o in sorted(s.next_offsets.items()))
+                            for t, s in self.states.items())
+        self.progress.finish(f"{total:,} records into {tables} ({self.progress.commits} commits; "
+                             f"next offsets {offsets or 'none'})")
+        return total
+
+    def _read_with_consumer(self, exit_after: float | None) -> None:
+        """The Python reader: consume, take message by message, commit in the background."""
+        consumer = kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.topics)}")
+        assignment = [TopicPartition(topic, p, state.read_offsets.get(p, OFFSET_BEGINNING))
+                      for topic, state in self.states.items()
+                      for p in self.partitions[topic]]
         consumer.assign(assignment)
         # --exit-after counts idle time only once what the topics held at the start is read.
         behind = self._start_marks(consumer, assignment)
@@ -254,10 +290,7 @@ class Ingest:
                 polled = consumer.consume(num_messages=min(self.batch_size, POLL_MESSAGES), timeout=0.2)
                 now = time.monotonic()
                 for msg in polled:
-                    if msg.error():
-                        if msg.error().code() == KafkaError._PARTITION_EOF:
-                            continue
-                        raise ZyncError(f"consuming {msg.topic()}: {msg.error()}")
+                    self._check(msg)
                     last_message = now
                     self._take(msg)
                     mark = behind.get((msg.topic(), msg.partition()))
@@ -280,15 +313,199 @@ class Ingest:
             try:
                 self.writer.wait()
             finally:
-                self.writer.close()
                 consumer.close()
-        total = sum(s.committed for s in self.states.values())
-        tables = ", ".join(s.table.label for s in self.states.values())
-        offsets = "; ".join(f"{t}: " + ", ".join(f"[{p}] {o}" for p, o in sorted(s.next_offsets.items()))
-                            for t, s in self.states.items())
-        self.progress.finish(f"{total:,} records into {tables} ({self.progress.commits} commits; "
-                             f"next offsets {offsets or 'none'})")
-        return total
+
+    @staticmethod
+    def _check(msg) -> None:
+        if msg.error() and msg.error().code() != KafkaError._PARTITION_EOF:
+            raise ZyncError(f"consuming {msg.topic()}: {msg.error()}")
+
+    # --- the Spark reader ------------------------------------------------------
+
+    def _spark_options(self) -> dict[str, str] | None:
+        """The target's connection for Spark's Kafka source, or None (and why) if it has no Java form."""
+        try:
+            options = java_kafka_options(self.target.kafka)
+        except NoJavaEquivalent as e:
+            self.progress.log("reader", reader="python",
+                              why=f"Spark's Kafka source cannot be given {e}; the Python consumer reads instead")
+            self.reader = "python"
+            return None
+        # As the Python consumer does (librdkafka's default): never a message of an aborted transaction.
+        return {**options, "kafka.isolation.level": "read_committed"}
+
+    def _watermarks(self, consumer) -> dict[str, tuple[dict[int, int], dict[int, int]]]:
+        """(low, high) marks per partition of every topic; high is the last stable offset (read_committed)."""
+        marks = {}
+        for topic in self.states:
+            low, high = {}, {}
+            for p in self.partitions[topic]:
+                low[p], high[p] = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                                 timeout=kafka_client.METADATA_TIMEOUT_S)
+            marks[topic] = (low, high)
+        return marks
+
+    def _read_with_spark(self, options: dict[str, str], exit_after: float | None) -> bool:
+        """Plan batches and let Spark read them; False if Spark cannot read and the consumer must take over.
+
+        A batch is read when it is full, when no new message arrived since the last look
+        (nothing to wait for), or --max-interval after its first message was seen.
+        """
+        watcher = kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.topics)}")
+        try:
+            marks = self._watermarks(watcher)
+            # --exit-after counts idle time only once what the topics held at the start is read.
+            behind = {(t, p): high for t, (_, highs) in marks.items() for p, high in highs.items()
+                      if high > self.states[t].read_offsets.get(p, 0)}
+            seen_high = {t: highs for t, (_, highs) in marks.items()}
+            waiting_since: dict[str, float] = {}
+            last_batch = time.monotonic()
+            while True:
+                now, worked = time.monotonic(), False
+                for topic, (low, high) in marks.items():
+                    state = self.states[topic]
+                    ranges = plan(state.read_offsets, low, high, self.batch_size)
+                    for p in high:
+                        self.progress.lag[(topic, p)] = max(0, high[p] - max(state.read_offsets.get(p, 0), low[p]))
+                    if not ranges:
+                        waiting_since.pop(topic, None)
+                        continue
+                    first_seen = waiting_since.setdefault(topic, now)
+                    full = sum(e - s for s, e in ranges.values()) >= self.batch_size
+                    if not (full or high == seen_high.get(topic) or now - first_seen >= self.max_interval):
+                        continue
+                    if not self._spark_batch(state, options, ranges):
+                        return False
+                    waiting_since.pop(topic, None)
+                    worked, last_batch = True, time.monotonic()
+                    for p, (_, end) in ranges.items():
+                        if end >= behind.get((topic, p), end + 1):
+                            del behind[(topic, p)]
+                self.progress.read(0)
+                if not worked:
+                    if exit_after is not None and not behind and now - last_batch >= exit_after:
+                        return True
+                    time.sleep(WATERMARK_POLL_S)
+                seen_high = {t: highs for t, (_, highs) in marks.items()}
+                marks = self._watermarks(watcher)
+        finally:
+            watcher.close()
+
+    def _writers(self, state: TopicState, part: str) -> tuple[list[WriterType], T.DataType | None, list[Change]]:
+        """The writer schemas a batch may meet in `part`, the column type that holds them all, and the
+        table changes that type needs.
+
+        The candidates are the ids this run already took and the versions of the topic's subject
+        (TopicNameStrategy), in version order, as long as each evolves the type compatibly: a
+        version that does not is left out, so its messages fail the Spark job and the consumer
+        finds the first of them. A version registered but not yet produced evolves the table too.
+        """
+        ids = sorted(state.accepted[part])
+        subject = f"{state.topic}-{part}"
+        try:
+            versions = self.registry.client.get_versions(subject)
+        except Exception:  # noqa: BLE001 - no such subject: only the ids already taken
+            versions = []
+        for version in versions:
+            found = self.registry.client.get_version(subject, version).schema_id
+            if found not in ids:
+                ids.append(found)
+        current = state.key_type if part == "key" else state.value_type
+        writers, changes = [], []
+        for schema_id in ids:
+            spark_type = self.decoder.spark_type(schema_id)
+            if current is None or isinstance(current, T.NullType):
+                merged = spark_type
+            else:
+                try:
+                    merged, more = merge(current, spark_type, (part,))
+                except IncompatibleSchemaError:
+                    break
+                changes += more
+            current = merged
+            writers.append(WriterType(schema_id, self.registry.schema(schema_id).schema, spark_type))
+        return writers, current, changes
+
+    def _spark_batch(self, state: TopicState, options: dict[str, str], ranges: dict[int, tuple[int, int]]) -> bool:
+        """One planned batch: Spark reads, decodes and commits it; a batch it cannot take goes to the consumer.
+
+        False if Spark could not read at all (the consumer then reads the rest of the run).
+        """
+        key_writers, key_type, key_changes = self._writers(state, "key")
+        value_writers, value_type, value_changes = self._writers(state, "value")
+        key_type = key_type or self._fallback_type(state.topic, "key")
+        value_type = value_type or self._fallback_type(state.topic, "value")
+        table = state.table
+        where = f"the batch of {state.topic} up to offsets " + ", ".join(
+            f"[{p}] {end - 1}" for p, (_, end) in sorted(ranges.items()))
+        try:
+            changes = key_changes + value_changes
+            if not self.shaper_sql and changes and table.exists():
+                table.evolve(changes, key_type, value_type)
+            frame = decode_batch(kafka_batch(self.spark, options, state.topic, ranges),
+                                 key_writers, value_writers, key_type, value_type)
+            if self.shaper_sql:
+                frame.createOrReplaceTempView("batch")
+                frame = self.spark.sql(self.shaper_sql)
+                check_shaped_schema(frame, kafka_struct(), self.shaper_name)
+            table.append(frame, where)
+        except (Py4JJavaError, PySparkException) as e:
+            text = str(e)
+            data_problem = UNDECODABLE in text or MALFORMED_AVRO in text
+            lines = text.splitlines() or [type(e).__name__]
+            cause = next((line[line.find(m):] for line in lines for m in (UNDECODABLE, MALFORMED_AVRO)
+                          if m in line), lines[-1])
+            self.progress.log("spark-read-failed", topic=state.topic, ranges=ranges, error=cause.strip()[:500],
+                              then="the consumer reads this batch" if data_problem
+                              else "the consumer reads from here on")
+            if not data_problem:
+                return False
+            self._consume_range(state, ranges)
+            self.batches_read["consumer"] += 1
+            return True
+        if not self.shaper_sql:
+            state.key_type, state.value_type = key_type, value_type
+        for part, writers in (("key", key_writers), ("value", value_writers)):
+            state.accepted[part].update(w.schema_id for w in writers)
+        rows = table.last_rows if table.last_rows is not None else sum(e - s for s, e in ranges.values())
+        for p, (_, end) in ranges.items():
+            state.next_offsets[p] = state.read_offsets[p] = end
+        state.committed += rows
+        self.batches_read["spark"] += 1
+        self.progress.records += rows
+        self.progress.commit(table.label, rows, dict(state.next_offsets),
+                             check_ms=round(table.check_seconds * 1000))
+        return True
+
+    def _consume_range(self, state: TopicState, ranges: dict[int, tuple[int, int]]) -> None:
+        """Read exactly the planned offsets with the Python consumer and take them message by message."""
+        consumer = kafka_client.consumer(self.target, group=f"zync-ingest-{state.topic}")
+        consumer.assign([TopicPartition(state.topic, p, start) for p, (start, _) in ranges.items()])
+        open_ranges = dict(ranges)
+        progress_at = time.monotonic()
+        try:
+            while open_ranges:
+                polled = consumer.consume(num_messages=POLL_MESSAGES, timeout=0.2)
+                for msg in polled:
+                    self._check(msg)
+                    if msg.error() is None and msg.offset() < ranges[msg.partition()][1]:
+                        self._take(msg)
+                self.progress.read(len(polled))
+                for tp in consumer.position([TopicPartition(state.topic, p) for p in open_ranges]):
+                    if tp.offset >= open_ranges[tp.partition][1]:
+                        del open_ranges[tp.partition]
+                        progress_at = time.monotonic()
+                if polled:
+                    progress_at = time.monotonic()
+                elif time.monotonic() - progress_at > kafka_client.METADATA_TIMEOUT_S:
+                    raise ZyncError(f"cannot read offsets {open_ranges} of topic {state.topic}: the broker "
+                                    f"returned nothing for {kafka_client.METADATA_TIMEOUT_S:.0f}s")
+            self.commit_all()
+        finally:
+            consumer.close()
+        for p, (_, end) in ranges.items():
+            state.read_offsets[p] = max(state.read_offsets.get(p, 0), end)
+            state.next_offsets[p] = max(state.next_offsets.get(p, 0), end)
 
     def _take(self, msg) -> None:
         state = self.states[msg.topic()]

@@ -86,6 +86,14 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _output_rows(commit_info) -> int | None:
+    metrics = commit_info.operationMetrics()
+    if not metrics.isDefined():
+        return None
+    found = metrics.get().get("numOutputRows")
+    return int(found.get()) if found.isDefined() else None
+
+
 class RawTable:
     """A raw table by catalog name (`db`.`table`) or by location (a Delta path, no catalog entry)."""
 
@@ -101,6 +109,7 @@ class RawTable:
         self._seen_version = -1  # the table version up to which this ingest has checked the log
         self._exists = False
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
+        self.last_rows: int | None = None  # rows of the last commit (Delta's numOutputRows), if known
 
     @property
     def label(self) -> str:
@@ -283,16 +292,17 @@ class RawTable:
             change = changes.next()
             latest = int(change._1())
             actions = change._2()
-            txn, meta = False, None
+            txn, meta, info = False, None, None
             for i in range(actions.size()):
                 action = actions.apply(i)
                 kind = action.getClass().getSimpleName()
                 if kind == "SetTransaction" and action.appId() == TXN_APP_ID:
                     txn = True
                 elif kind == "CommitInfo" and action.userMetadata().isDefined():
-                    meta = action.userMetadata().get()
+                    meta, info = action.userMetadata().get(), action
             if marker is not None and meta == marker:
                 mine = latest
+                self.last_rows = _output_rows(info)
             elif txn:
                 others.append(latest)
         return latest, others, mine

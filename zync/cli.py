@@ -70,7 +70,7 @@ def cmd_from_kafka(args: argparse.Namespace) -> None:
 
     Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper, batch_size=args.batch_size,
            max_interval=args.max_interval, location=args.location,
-           decoder=args.decoder).run(exit_after=args.exit_after)
+           decoder=args.decoder, reader=args.reader).run(exit_after=args.exit_after)
 
 
 def cmd_to_kafka(args: argparse.Namespace) -> None:
@@ -165,8 +165,12 @@ def parser() -> argparse.ArgumentParser:
                    help="records per Delta commit at most; memory holds two batches (default %(default)s)")
     p.add_argument("--max-interval", type=parse_duration, default=5.0, metavar="DUR",
                    help="commit what was read at least this often (default 5s)")
+    p.add_argument("--reader", choices=["spark", "python"], default="spark",
+                   help="who reads Kafka: Spark's Kafka source, batch by batch (default, faster), or "
+                        "the Python consumer (confluent-kafka), message by message")
     p.add_argument("--decoder", choices=["jvm", "python"], default="jvm",
-                   help="decode Avro in Spark (from_avro, default, faster) or in Python (fastavro)")
+                   help="decode Avro in Spark (from_avro, default, faster) or in Python (fastavro, "
+                        "which implies --reader python)")
 
     p = verb("to-kafka", cmd_to_kafka, "publish an output table's out rows to their topic, offsets aligned")
     p.add_argument("--table", required=True, help="output table (a dbt model, e.g. new_invoices)")

@@ -69,7 +69,11 @@ def ingest(target, spark):
 
     def run(topic: str, exit_after: float = 1.0, **options) -> int:
         job = Ingest(target, [topic], progress=IngestProgress(live=False, stream=sys.stderr), **options)
-        return job.run(exit_after=exit_after)
+        total = job.run(exit_after=exit_after)
+        if job.reader == "spark" and total:
+            # Spark's reader is the default: a run that only ever fell back to the consumer is a bug.
+            assert job.batches_read["spark"] > 0, f"Spark read none of the batches: {job.batches_read}"
+        return total
 
     return run
 

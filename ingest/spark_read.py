@@ -1,0 +1,114 @@
+"""Spark reads a batch's offsets from Kafka itself (spark-sql-kafka) and decodes them with from_avro.
+
+Why: on two cores, zync's Python consumer reading, parsing and shipping a
+million messages to Spark took a core's worth of time from Spark's decode and
+write (bench/ingest_throughput.py: 1.5x slower than Structured Streaming).
+Spark reading the same offsets is the anchor's own engine, minus its
+streaming offset log.
+
+What stays zync's: ingest picks each batch's offsets before the job
+(`plan`: from the next offset to the high-water mark per partition, capped by
+the batch size), the batch is one idempotent Delta commit, and the resume
+point is still the table's own offsets. What a Spark job cannot do is stop
+*at* a bad message: it fails whole. So every message it cannot take (a writer
+schema id it was not given, a payload that is not wire format, corrupt Avro)
+fails the job through `raise_error` or from_avro's FAILFAST, and ingest runs
+that range through the Python consumer, which commits up to the message and
+stops with its coordinates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.avro.functions import from_avro
+
+from ingest.evolution import conform
+
+# The message raise_error gives a payload the job was not told how to decode; ingest
+# recognises it (and from_avro's own failures) as "a message to find", not as a broken reader.
+UNDECODABLE = "zync: a message this batch cannot decode"
+MALFORMED_AVRO = "Malformed records are detected"  # from_avro's FAILFAST error (spark-avro 3.5)
+
+
+@dataclass(frozen=True)
+class WriterType:
+    """One writer schema the batch may meet: its id, its Avro JSON and its Spark type."""
+
+    schema_id: int
+    avro: object
+    spark_type: T.DataType
+
+
+def plan(positions: Mapping[int, int], low: Mapping[int, int], high: Mapping[int, int],
+         budget: int) -> dict[int, tuple[int, int]]:
+    """[start, end) per partition with messages to read, at most `budget` messages in all.
+
+    The budget is shared out like water filling: partitions with little lag take all of
+    it, the rest split what remains evenly, so one busy partition cannot starve another.
+    A position before the low-water mark (retention deleted those messages) starts at it.
+    """
+    start = {p: max(positions.get(p, low[p]), low[p]) for p in high}
+    lag = {p: high[p] - start[p] for p in high if high[p] > start[p]}
+    take: dict[int, int] = {}
+    left, waiting = budget, sorted(lag, key=lambda p: (lag[p], p))
+    while waiting and left > 0:
+        share = max(1, left // len(waiting))
+        p = waiting.pop(0)
+        take[p] = min(lag[p], share)
+        left -= take[p]
+    return {p: (start[p], start[p] + n) for p, n in sorted(take.items()) if n > 0}
+
+
+def kafka_batch(spark, options: Mapping[str, str], topic: str, ranges: Mapping[int, tuple[int, int]]):
+    """The planned offsets as Spark's Kafka source reads them: kafka envelope, raw key and value bytes."""
+    reader = (spark.read.format("kafka").options(**options)
+              .option("assign", json.dumps({topic: sorted(ranges)}))
+              .option("startingOffsets", json.dumps({topic: {str(p): s for p, (s, _) in ranges.items()}}))
+              .option("endingOffsets", json.dumps({topic: {str(p): e for p, (_, e) in ranges.items()}}))
+              # Gaps in offsets (transaction markers, compaction) are not lost data.
+              .option("failOnDataLoss", "false")
+              .option("minPartitions", str(spark.sparkContext.defaultParallelism)))
+    raw = reader.load()
+    return raw.select(
+        F.struct(
+            F.col("topic"), F.col("partition"), F.col("offset"),
+            F.when(F.unix_millis(F.col("timestamp")) > 0, F.col("timestamp")).alias("timestamp"),
+            schema_id(F.col("key")).alias("key_schema_id"), schema_id(F.col("value")).alias("value_schema_id"),
+        ).alias("kafka"),
+        F.col("key").alias("k"), F.col("value").alias("v"))
+
+
+def schema_id(payload: Column) -> Column:
+    """The writer schema id of a wire-format payload's header (null for a null payload)."""
+    return F.conv(F.hex(F.substring(payload, 2, 4)), 16, 10).cast("int")
+
+
+def _is_wire_format(payload: Column) -> Column:
+    return (F.length(payload) >= 5) & (F.hex(F.substring(payload, 1, 1)) == F.lit("00"))
+
+
+def decoded(payload: Column, writers: list[WriterType], target: T.DataType, part: str) -> Column:
+    """The payload decoded with its writer schema and conformed to the table's type.
+
+    One branch per writer schema the batch was given; anything else (another id, no
+    wire-format header) fails the job with UNDECODABLE rather than becoming a null.
+    """
+    branches = F.when(payload.isNull(), F.lit(None).cast(target))
+    for writer in writers:
+        body = from_avro(F.substring(payload, 6, 2**31 - 1), json.dumps(writer.avro), {"mode": "FAILFAST"})
+        branches = branches.when(_is_wire_format(payload) & (schema_id(payload) == F.lit(writer.schema_id)),
+                                 conform(body, writer.spark_type, target))
+    return branches.otherwise(F.raise_error(F.lit(f"{UNDECODABLE} ({part})")).cast(target))
+
+
+def decode_batch(raw, key_writers: list[WriterType], value_writers: list[WriterType],
+                 key_type: T.DataType, value_type: T.DataType):
+    """kafka, key, value of the table's types."""
+    return raw.select("kafka", decoded(F.col("k"), key_writers, key_type, "key").alias("key"),
+                      decoded(F.col("v"), value_writers, value_type, "value").alias("value"))
