@@ -51,6 +51,22 @@ def test_a_client_certificate_opens_the_tls_listener(target):
     assert _round_trip(secure, "security_mtls") [0]["value"] == {"id": 1, "secret": "over TLS"}
 
 
+@pytest.mark.parametrize("name", ["local-sasl", "local-mtls"])
+def test_spark_reads_kafka_over_sasl_ssl_and_with_a_client_certificate(sasl_env, spark, name):
+    from ingest.from_kafka import Ingest
+    from ingest.progress import IngestProgress
+
+    secure = load_target(name)
+    topic = f"security_ingest_{name.replace('-', '_')}"
+    assert _round_trip(secure, topic)[1]["value"] is None
+    job = Ingest(secure, [topic], progress=IngestProgress(live=False))
+    assert job.run(exit_after=0.5) == 2
+    # Spark's own Kafka client read the batch: the profile's SASL and TLS settings reached it.
+    assert job.batches_read == {"spark": 1, "consumer": 0}
+    rows = spark.sql(f"select key.id as id, value.secret as secret from zync.raw_{topic} order by kafka.offset").collect()
+    assert [tuple(r) for r in rows] == [(1, "over TLS"), (2, None)]
+
+
 def test_the_tls_listener_refuses_a_client_without_certificate(target):
     secure = load_target("local-mtls")
     bare = type(secure)(secure.name, secure.dbt_output,
