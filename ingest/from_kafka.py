@@ -41,9 +41,12 @@ from zync.spark import spark_session
 from zync.tables import qualified, raw_table_name
 from zync.wire import DecodeError, Registry, schema_id_of
 
-# A Delta append costs seconds whatever its size (bench/ingest_throughput.py: 1M events in
-# 10 commits of 100k took 80 s, in 4 of 250k 44 s), so batches are large; memory holds two.
-DEFAULT_BATCH_SIZE = 250_000
+# Batches are large because each costs seconds whatever its size. The consumer holds the
+# messages of two batches in Python (1M events: 10 commits of 100k took 80 s, 4 of 250k 44 s).
+# Spark's reader holds none: its tasks stream their offset ranges into the table, so its
+# batches are larger still; a cold JVM takes a few jobs to warm up (1M events: 4 jobs of 250k
+# 52 s, one of 1M 38 s; bench/ingest_throughput.py).
+DEFAULT_BATCH_SIZE = {"spark": 1_000_000, "python": 250_000}
 DEFAULT_MAX_INTERVAL_S = 5.0
 POLL_MESSAGES = 10_000
 LAG_REFRESH_S = 2.0
@@ -87,7 +90,7 @@ class Batch:
 
 class Ingest:
     def __init__(self, target: Target, topics: list[str], table: str | None = None,
-                 shaper: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                 shaper: Path | None = None, batch_size: int | None = None,
                  max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
                  decoder: str = "jvm", reader: str = "spark", progress: IngestProgress | None = None):
         if reader not in READERS:
@@ -95,13 +98,12 @@ class Ingest:
         if (table or location) and len(topics) > 1:
             raise ZyncError("--table/--location name the table of a single topic; with several topics "
                             "each gets raw_<topic>")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ZyncError("--batch-size must be at least 1")
         self.target = target
         self.topics = topics
         self.shaper_sql = load_shaper(shaper) if shaper else None
         self.shaper_name = str(shaper) if shaper else ""
-        self.batch_size = batch_size
         self.max_interval = max_interval
         self.registry = Registry(target.schema_registry)
         self.spark = spark_session(target)
@@ -111,6 +113,9 @@ class Ingest:
         self.decoder = Decoder(self.spark, self.registry, decoder)
         # Spark reads only what Spark decodes: fastavro needs the messages in Python anyway.
         self.reader = reader if decoder == "jvm" else "python"
+        self.batch_size = batch_size or DEFAULT_BATCH_SIZE[self.reader]
+        # Messages the consumer holds in Python: also when it reads a batch Spark could not take.
+        self.consumer_batch_size = min(self.batch_size, DEFAULT_BATCH_SIZE["python"])
         self.progress = progress or IngestProgress()
         self.writer = OneInFlight()
         self.partitions: dict[str, list[int]] = {}  # per topic, as the run found them at its start
@@ -287,7 +292,7 @@ class Ingest:
         lag_at = 0.0
         try:
             while True:
-                polled = consumer.consume(num_messages=min(self.batch_size, POLL_MESSAGES), timeout=0.2)
+                polled = consumer.consume(num_messages=min(self.consumer_batch_size, POLL_MESSAGES), timeout=0.2)
                 now = time.monotonic()
                 for msg in polled:
                     self._check(msg)
@@ -530,7 +535,7 @@ class Ingest:
         for part, sid in (("key", m.key_schema_id), ("value", m.value_schema_id)):
             if sid is not None:
                 state.last_schema[part] = sid
-        if len(state.messages) >= self.batch_size:
+        if len(state.messages) >= self.consumer_batch_size:
             self.commit(state)
 
     def _start_marks(self, consumer, assignment: list[TopicPartition]) -> dict[tuple[str, int], int]:
