@@ -447,8 +447,8 @@ class Ingest:
             changes = key_changes + value_changes
             if not self.shaper_sql and changes and table.exists():
                 table.evolve(changes, key_type, value_type)
-            frame = decode_batch(kafka_batch(self.spark, options, state.topic, ranges),
-                                 key_writers, value_writers, key_type, value_type)
+            raw = kafka_batch(self.spark, options, state.topic, ranges, key_writers, value_writers)
+            frame = decode_batch(raw, key_writers, value_writers, key_type, value_type)
             if self.shaper_sql:
                 frame.createOrReplaceTempView("batch")
                 frame = self.spark.sql(self.shaper_sql)
