@@ -360,8 +360,8 @@ class Ingest:
         try:
             marks = self._watermarks(watcher)
             # --exit-after counts idle time only once what the topics held at the start is read.
-            behind = {(t, p): high for t, (_, highs) in marks.items() for p, high in highs.items()
-                      if high > self.states[t].read_offsets.get(p, 0)}
+            behind = {(t, p): high for t, (lows, highs) in marks.items() for p, high in highs.items()
+                      if high > max(self.states[t].read_offsets.get(p, 0), lows[p])}
             seen_high = {t: highs for t, (_, highs) in marks.items()}
             waiting_since: dict[str, float] = {}
             last_batch = time.monotonic()
