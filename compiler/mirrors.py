@@ -244,6 +244,7 @@ def render_properties(mirror: Mirror, source: Path) -> str:
             {"zync_mirror_matches_raw": {"arguments": {
                 "source_relation": source_arg, "topic": mirror.topic, "delete": mirror.delete,
                 "primary_key": _plain_pairs(mirror.primary_key),
+                "columns": _plain_pairs(mirror.columns),
                 "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}}},
         ],
         "columns": named + columns,
