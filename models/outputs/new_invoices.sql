@@ -99,8 +99,10 @@ events as (
 {{ zync_output_rows(
     'events',
     inputs=[
-        {'cte': 'invoices', 'expire_after': none},
-        {'cte': 'invoice_status', 'expire_after': none}
+        {'cte': 'invoices', 'expire_after': none,
+         'takeable': "COALESCE(((`value`.`op` IN ('c', 'r')) AND (NOT `in_record`.`value`.`after`.`ID` IS NULL)) OR (`value`.`op` = 'u') OR (`value`.`op` = 'd'), FALSE)"},
+        {'cte': 'invoice_status', 'expire_after': none,
+         'takeable': "COALESCE(((`value`.`op` IN ('c', 'r')) AND (NOT `in_record`.`value`.`after`.`InvoiceID` IS NULL)) OR (`value`.`op` = 'u'), FALSE)"}
     ],
     output_topic='NewInvoices',
     value_fields=['ID', 'customer', 'item', 'invoice_status'],
