@@ -28,6 +28,25 @@ class GeneratedFile:
     text: str
 
 
+DEMO_FOLDER = "demo"
+
+
+def transform_files(project_root: Path) -> list[Path]:
+    """The project's transform and mirror files: transforms/*.yml, then each demo's demo/<name>/transforms/*.yml."""
+    found = sorted((project_root / "transforms").glob("*.y*ml"))
+    return found + sorted((project_root / DEMO_FOLDER).glob("*/transforms/*.y*ml"))
+
+
+def generated_subfolder(source: Path) -> Path:
+    """Where, below models/outputs or models/mirrors, the models of a transform file go.
+
+    A demo's transforms (demo/<name>/transforms/) compile into a `demo`
+    subfolder, which dbt_project.yml disables unless ZYNC_DEMO=true: a
+    user's `dbt run` must not build models over raw tables it never ingests.
+    """
+    return Path(DEMO_FOLDER) if source.parts[:1] == (DEMO_FOLDER,) else Path()
+
+
 def input_cte(topic: str) -> str:
     return snake(topic) or "input"
 
@@ -402,10 +421,12 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
 
     files = []
     for t in transforms:
-        files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
-        files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.yml", render_properties(t, relative(t.path))))
-        files.append(GeneratedFile(MODELS_FOLDER / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
-    files += [GeneratedFile(path, text) for path, text in mirrors.compile_mirrors(mirror_files, relative)]
+        folder = MODELS_FOLDER / generated_subfolder(relative(t.path))
+        files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
+        files.append(GeneratedFile(folder / f"{t.model}.yml", render_properties(t, relative(t.path))))
+        files.append(GeneratedFile(folder / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
+    files += [GeneratedFile(path, text)
+              for path, text in mirrors.compile_mirrors(mirror_files, relative, generated_subfolder)]
     files.append(GeneratedFile(SOURCES_FILE, render_sources([*transforms, *mirror_files], [relative(p) for p in paths])))
     return files
 

@@ -22,6 +22,8 @@ os.environ["ZYNC_STATE_DIR"] = str(TEST_STATE)
 os.environ.setdefault("ZYNC_KAFKA_PORT", "29092")
 os.environ.setdefault("ZYNC_REGISTRY_PORT", "28081")
 os.environ["ZYNC_TARGET"] = "local"
+# The invoices demo's models are the suite's subjects; a user's run leaves them off (test_user_project).
+os.environ["ZYNC_DEMO"] = "true"
 
 
 @pytest.fixture(scope="session")
