@@ -35,6 +35,7 @@ from ingest.shaper import check_shaped_schema, load_shaper
 from ingest.spark_read import MALFORMED_AVRO, UNDECODABLE, WriterType, decode_batch, kafka_batch, plan
 from ingest.table import RawTable, kafka_struct
 from zync import kafka_client
+from zync.avro_types import connect_names
 from zync.config import Target
 from zync.errors import ZyncError
 from zync.spark import spark_session
@@ -242,6 +243,7 @@ class Ingest:
             if located is None:
                 raise
             self._stop_at(batch, located)
+        self._note_connect_names(state)
         for m in messages:
             state.next_offsets[m.partition] = m.offset + 1
         state.committed += len(messages)
@@ -396,6 +398,17 @@ class Ingest:
         finally:
             watcher.close()
 
+    def _note_connect_names(self, state: TopicState) -> None:
+        """Record beside the table the Connect schema names its writer schemas give its fields (after a commit)."""
+        if self.shaper_sql:
+            return  # a shaper's columns are its own
+        names: dict[str, str] = {}
+        for part in ("key", "value"):
+            for schema_id in sorted(state.accepted[part]):
+                for path, name in connect_names(self.registry.schema(schema_id).schema).items():
+                    names[f"{part}.{path}" if path else part] = name
+        state.table.note_connect_names(names)
+
     def _writers(self, state: TopicState, part: str) -> tuple[list[WriterType], T.DataType | None, list[Change]]:
         """The writer schemas a batch may meet in `part`, the column type that holds them all, and the
         table changes that type needs.
@@ -472,6 +485,7 @@ class Ingest:
             state.key_type, state.value_type = key_type, value_type
         for part, writers in (("key", key_writers), ("value", value_writers)):
             state.accepted[part].update(w.schema_id for w in writers)
+        self._note_connect_names(state)
         rows = table.last_rows if table.last_rows is not None else sum(e - s for s, e in ranges.values())
         for p, (_, end) in ranges.items():
             state.next_offsets[p] = state.read_offsets[p] = end

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import types as T
@@ -33,6 +34,9 @@ ENVELOPE_FIELDS = ("topic", "partition", "offset")
 STATS_COLUMNS = ("kafka", "key")
 _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# The Kafka Connect schema names of the table's fields ({"value.after.due": "io.debezium.time.Date"}),
+# as JSON: spark-avro drops them, and macros/debezium/ reads them to type Debezium's semantic values.
+CONNECT_NAMES_PROPERTY = "zync.connectNames"
 
 
 class ConcurrentIngestError(ZyncError):
@@ -110,6 +114,7 @@ class RawTable:
         self._exists = False
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
         self.last_rows: int | None = None  # rows of the last commit (Delta's numOutputRows), if known
+        self._connect_names: dict[str, str] | None = None  # as stored in CONNECT_NAMES_PROPERTY, once read
 
     @property
     def label(self) -> str:
@@ -229,6 +234,26 @@ class RawTable:
             if change.kind == "nullable":
                 self.spark.sql(f"alter table {self.sql_name} alter column {path} drop not null")
         # Added fields arrive with the append (mergeSchema), in the same commit as their first rows.
+
+    # --- Kafka Connect schema names ----------------------------------------
+
+    def note_connect_names(self, names: dict[str, str]) -> None:
+        """Keep the Connect schema names of the table's fields in its CONNECT_NAMES_PROPERTY.
+
+        A commit of its own (no rows: the resume point and the conflict checks, which look for
+        ingest transactions, ignore it), made only when a field with a new name appears; names
+        are never dropped, as the table never drops a field.
+        """
+        if self._connect_names is None:
+            rows = self.spark.sql(f"show tblproperties {self.sql_name}").collect()
+            stored = next((r["value"] for r in rows if r["key"] == CONNECT_NAMES_PROPERTY), None)
+            self._connect_names = json.loads(stored) if stored else {}
+        merged = {**self._connect_names, **names}
+        if merged == self._connect_names:
+            return
+        text = json.dumps(merged, sort_keys=True).replace("\\", "\\\\").replace("'", "\\'")
+        self.spark.sql(f"alter table {self.sql_name} set tblproperties ('{CONNECT_NAMES_PROPERTY}' = '{text}')")
+        self._connect_names = merged
 
     # --- the one-commit append ---------------------------------------------
 

@@ -294,3 +294,48 @@ def row_to_datum(struct: T.StructType, only_fields: list[str] | None = None) -> 
     convert = _to_datum(struct)
     assert convert is not None
     return convert
+
+
+def connect_names(avro_schema: Any) -> dict[str, str]:
+    """{dotted field path: Kafka Connect schema name} of every field whose type carries a `connect.name`.
+
+    Debezium's semantic types (`io.debezium.time.Date` on an int, `...ZonedTimestamp` on a string,
+    `io.debezium.data.VariableScaleDecimal` on a record) reach Avro only as this property, which
+    spark-avro drops; ingest keeps them beside the raw table (ingest/table.py) so that mirrors and
+    transforms can read the values as the types they stand for (macros/debezium/). The root itself
+    is the path "" (a key that is a bare semantic type). Named types are followed where they are
+    used; a union is followed through its one non-null branch, as spark_type reads it.
+    """
+    found: dict[str, str] = {}
+    r = _Resolver()
+
+    def walk(schema: Any, ns: str | None, path: str) -> None:
+        schema, ns = r.resolve(schema, ns)
+        if isinstance(schema, list):
+            branches, _ = _branches(schema)
+            if len(branches) == 1:
+                walk(branches[0], ns, path)
+            return
+        if not isinstance(schema, dict):
+            return
+        name = schema.get("connect.name")
+        if isinstance(name, str):
+            found[path] = name
+        kind = schema.get("type")
+        if kind in ("record", "error"):
+            full = _full_name(schema, ns)
+            if full in r.in_progress:
+                return
+            r.in_progress.add(full)
+            inner_ns = full.rpartition(".")[0] or None
+            for f in schema["fields"]:
+                walk(f["type"], inner_ns, f"{path}.{f['name']}" if path else f["name"])
+            r.in_progress.discard(full)
+            r.named[full] = schema
+        elif kind in ("enum", "fixed"):
+            r.named[_full_name(schema, ns)] = schema
+        elif isinstance(kind, (list, dict)):
+            walk(kind, ns, path)
+
+    walk(avro_schema, None, "")
+    return found

@@ -2,10 +2,24 @@
   The pending records of one input topic: its raw rows at or past the cursor
   that have no done row in this output table yet (zync's anti-join of the raw
   pool with the done records, limited to what is new or still pending).
-  On the first run nothing is done, so every row is pending.
+  On the first run nothing is done, so every row is pending. Debezium's
+  semantic types in `key` and `value` are typed (macros/debezium/), so the
+  rules see a date as a date.
 #}
 {% macro zync_pending(relation, topic, state) -%}
+{%- set connect_names = zync_connect_names(relation) -%}
+{%- if connect_names %}
+select
+    {%- for column in adapter.get_columns_in_relation(relation) %}
+    {%- if column.name | lower in ('key', 'value') %}
+    {{ zync_typed_column(relation, column.name | lower, connect_names, alias='input') }} as {{ adapter.quote(column.name | lower) }}{{ "," if not loop.last }}
+    {%- else %}
+    input.{{ adapter.quote(column.name) }}{{ "," if not loop.last }}
+    {%- endif %}
+    {%- endfor %}
+{%- else %}
 select input.*
+{%- endif %}
 from {{ relation }} as input
 {%- if state.incremental %}
 left anti join (

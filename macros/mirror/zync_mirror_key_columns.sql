@@ -15,9 +15,10 @@
     {{ return([['key', '`key`']]) }}
   {%- endif -%}
   {%- set names = run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
+  {%- set connect_names = zync_connect_names(source_relation) -%}
   {%- set columns = [] -%}
   {%- for name in names -%}
-    {%- do columns.append([name, '`key`.' ~ adapter.quote(name)]) -%}
+    {%- do columns.append([name, zync_typed_column(source_relation, 'key.' ~ name, connect_names)]) -%}
   {%- endfor -%}
   {{ return(columns) }}
 {%- endmacro %}
@@ -26,7 +27,8 @@
 {#
   The mirror's other columns as [[name, SQL], ...]: the given ones, or else
   every field of `value`.`after` not already a key column (case-insensitive,
-  as Spark resolves names). Looked up at each run, so new fields flow in.
+  as Spark resolves names), Debezium's semantic types typed
+  (zync_typed_column). Looked up at each run, so new fields flow in.
 #}
 {% macro zync_mirror_value_columns(source_relation, columns, key) -%}
   {%- if columns is not none -%}
@@ -37,9 +39,10 @@
   {%- endif -%}
   {%- set taken = key | map('first') | map('lower') | list -%}
   {%- set names = run_query('select `value`.`after`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
+  {%- set connect_names = zync_connect_names(source_relation) -%}
   {%- set result = [] -%}
   {%- for name in names if name | lower not in taken -%}
-    {%- do result.append([name, '`value`.`after`.' ~ adapter.quote(name)]) -%}
+    {%- do result.append([name, zync_typed_column(source_relation, 'value.after.' ~ name, connect_names)]) -%}
   {%- endfor -%}
   {{ return(result) }}
 {%- endmacro %}

@@ -1,0 +1,130 @@
+{#
+  Debezium's semantic types as the Spark types a user queries.
+
+  Debezium writes a date as an int of days, a `timestamptz` as an ISO
+  string, an unconstrained `numeric` as a {scale, value} record...; the Avro
+  schema says so only in each field's `connect.name`, which spark-avro drops.
+  `zync from-kafka` keeps those names in the raw table's property
+  `zync.connectNames` (ingest/table.py), and the raw table keeps the values
+  as written. Mirrors and transforms read them through these macros, typed.
+  Turn it off with the dbt var `zync_debezium_types: false`.
+#}
+
+{#- {field path: Connect schema name} of a raw table, e.g. {'value.after.due': 'io.debezium.time.Date'}. -#}
+{% macro zync_connect_names(relation) -%}
+  {%- if not execute or not var('zync_debezium_types', true) -%}
+    {{ return({}) }}
+  {%- endif -%}
+  {%- for row in run_query('show tblproperties ' ~ relation).rows if row[0] == 'zync.connectNames' -%}
+    {{ return(fromjson(row[1], {})) }}
+  {%- endfor -%}
+  {{ return({}) }}
+{%- endmacro %}
+
+
+{#
+  The value of `expression`, written by Debezium as `connect_name`, as a
+  Spark value: io.debezium.time.Date -> date; Timestamp, MicroTimestamp,
+  NanoTimestamp (a `timestamp` column's wall clock, read as UTC) and
+  ZonedTimestamp -> timestamp; Time, MicroTime, NanoTime -> 'HH:mm:ss.ffffff'
+  text (Spark has no time type); VariableScaleDecimal -> decimal(38, 18),
+  failing the query rather than losing a value that does not fit. Any other
+  name (Json, Uuid, Enum, a Decimal spark-avro already made a decimal, ...)
+  keeps the value as it is.
+#}
+{% macro zync_debezium_typed(expression, connect_name) -%}
+  {{ return(adapter.dispatch('zync_debezium_typed', 'zync')(expression, connect_name)) }}
+{%- endmacro %}
+
+{% macro default__zync_debezium_typed(expression, connect_name) -%}
+  {%- set e = expression -%}
+  {%- if connect_name == 'io.debezium.time.Date' -%}
+    {{ return('date_from_unix_date(' ~ e ~ ')') }}
+  {%- elif connect_name == 'io.debezium.time.Timestamp' -%}
+    {{ return('timestamp_millis(' ~ e ~ ')') }}
+  {%- elif connect_name == 'io.debezium.time.MicroTimestamp' -%}
+    {{ return('timestamp_micros(' ~ e ~ ')') }}
+  {%- elif connect_name == 'io.debezium.time.NanoTimestamp' -%}
+    {{ return('timestamp_micros(' ~ e ~ ' div 1000)') }}
+  {%- elif connect_name == 'io.debezium.time.ZonedTimestamp' -%}
+    {{ return('cast(' ~ e ~ ' as timestamp)') }}
+  {%- elif connect_name in ('io.debezium.time.Time', 'io.debezium.time.MicroTime', 'io.debezium.time.NanoTime') -%}
+    {%- set micros = {'io.debezium.time.Time': '(' ~ e ~ ' * 1000)', 'io.debezium.time.MicroTime': e,
+                      'io.debezium.time.NanoTime': '(' ~ e ~ ' div 1000)'}[connect_name] -%}
+    {{ return("case when " ~ e ~ " is not null then format_string('%02d:%02d:%02d.%06d', " ~ micros ~ " div 3600000000, "
+              ~ micros ~ " div 60000000 % 60, " ~ micros ~ " div 1000000 % 60, " ~ micros ~ " % 1000000) end") }}
+  {%- elif connect_name == 'io.debezium.data.VariableScaleDecimal' -%}
+    {{ return(zync_variable_scale_decimal(e)) }}
+  {%- endif -%}
+  {{ return(e) }}
+{%- endmacro %}
+
+
+{#
+  Debezium's VariableScaleDecimal {scale, value: the unscaled number as
+  big-endian two's-complement bytes} as decimal(38, 18). The bytes are read
+  one by one into a decimal(38, 0) (up to 38 digits); the decimal point is
+  then put in as text, so no digit passes through a double. A value that
+  does not fit fails the query: nothing is silently lost.
+#}
+{% macro zync_variable_scale_decimal(e) -%}
+case when {{ e }} is null then null else element_at(transform(
+    array(named_struct(
+        -- two's complement: a negative number is -(its bytes inverted + 1)
+        'unscaled', case when cast(conv(hex(substr({{ e }}.`value`, 1, 1)), 16, 10) as int) >= 128 then -(
+            aggregate(
+                transform(sequence(1, length({{ e }}.`value`)), i -> 255 - cast(conv(hex(substr({{ e }}.`value`, i, 1)), 16, 10) as int)),
+                cast(0 as decimal(38, 0)),
+                (acc, b) -> cast(acc * 256 + b as decimal(38, 0))
+            ) + 1)
+        else
+            aggregate(
+                transform(sequence(1, length({{ e }}.`value`)), i -> cast(conv(hex(substr({{ e }}.`value`, i, 1)), 16, 10) as int)),
+                cast(0 as decimal(38, 0)),
+                (acc, b) -> cast(acc * 256 + b as decimal(38, 0))
+            )
+        end,
+        'scale', {{ e }}.`scale`
+    )),
+    n -> coalesce(
+        cast(concat(
+            case when n.unscaled < 0 then '-' else '' end,
+            case when n.scale > 0 then concat(
+                substr(lpad(cast(abs(n.unscaled) as string), greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1), '0'), 1,
+                       greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1) - n.scale),
+                '.',
+                substr(lpad(cast(abs(n.unscaled) as string), greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1), '0'),
+                       greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1) - n.scale + 1))
+            else concat(cast(abs(n.unscaled) as string), repeat('0', -n.scale)) end
+        ) as decimal(38, 18)),
+        raise_error(concat('zync: a VariableScaleDecimal (unscaled ', cast(n.unscaled as string), ', scale ', n.scale,
+                           ') does not fit decimal(38, 18); set the connector''s decimal.handling.mode to string'))
+    )
+), 1) end
+{%- endmacro %}
+
+
+{#
+  A raw table's top-level column (`key` or `value`) with every field named in
+  `names` (zync_connect_names) typed; fields and structs without one are
+  passed as they are. Rebuilds only the structs on a typed field's path
+  (e.g. value.after), keeping a null struct null.
+#}
+{% macro zync_typed_column(relation, path, names, alias=none) -%}
+  {%- set quoted = [] -%}
+  {%- for part in path.split('.') -%}{%- do quoted.append(adapter.quote(part)) -%}{%- endfor -%}
+  {%- set sql = ((alias ~ '.') if alias else '') ~ quoted | join('.') -%}
+  {%- if path in names -%}
+    {{ return(zync_debezium_typed(sql, names[path])) }}
+  {%- endif -%}
+  {%- set below = [] -%}
+  {%- for name in names if name.startswith(path ~ '.') -%}{%- do below.append(name) -%}{%- endfor -%}
+  {%- if not below -%}
+    {{ return(sql) }}
+  {%- endif -%}
+  {%- set fields = [] -%}
+  {%- for row in run_query('describe query select ' ~ quoted | join('.') ~ '.* from ' ~ relation).rows -%}
+    {%- do fields.append(dbt.string_literal(row[0]) ~ ', ' ~ zync_typed_column(relation, path ~ '.' ~ row[0], names, alias)) -%}
+  {%- endfor -%}
+  {{ return('case when ' ~ sql ~ ' is null then null else named_struct(' ~ fields | join(', ') ~ ') end') }}
+{%- endmacro %}
