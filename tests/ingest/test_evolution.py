@@ -54,3 +54,30 @@ def test_an_incompatible_version_stops_at_its_offset(producer, ingest, spark, ca
     assert reason.replace("\\", "") in text
     rows = table_rows(spark, f"zync.{raw_table_name(topic)}")
     assert [r.kafka.offset for r in rows] == [0, 1, 2]
+
+
+def test_the_connect_names_of_the_writer_schemas_are_kept_beside_the_table(producer, ingest, spark):
+    import json
+
+    from ingest.table import CONNECT_NAMES_PROPERTY
+
+    topic = producer.topic(unique("connect_names"))
+    due = {"type": "int", "connect.version": 1, "connect.name": "io.debezium.time.Date"}
+    v1 = row([{"name": "id", "type": "long"}, {"name": "due", "type": ["null", due], "default": None}])
+    producer.send(topic, KEY, envelope(v1), [({"id": 1}, event("c", {"id": 1, "due": 20_000}))])
+    assert ingest(topic) == 1
+    table = f"zync.{raw_table_name(topic)}"
+
+    def stored() -> dict:
+        props = {r["key"]: r["value"] for r in spark.sql(f"show tblproperties {table}").collect()}
+        return json.loads(props[CONNECT_NAMES_PROPERTY])
+
+    assert stored() == {"value.before.due": "io.debezium.time.Date", "value.after.due": "io.debezium.time.Date"}
+    # A later version adds a semantic field: its name joins; the raw value stays as written.
+    at = {"type": "string", "connect.version": 1, "connect.name": "io.debezium.time.ZonedTimestamp"}
+    v2 = row([{"name": "id", "type": "long"}, {"name": "due", "type": ["null", due], "default": None},
+              {"name": "at", "type": ["null", at], "default": None}])
+    producer.send(topic, KEY, envelope(v2), [({"id": 2}, event("c", {"id": 2, "due": 1, "at": "2026-01-01T00:00:00Z"}))])
+    assert ingest(topic) == 1
+    assert stored()["value.after.at"] == "io.debezium.time.ZonedTimestamp"
+    assert [r.value.after.due for r in table_rows(spark, table)] == [20_000, 1]
