@@ -57,7 +57,14 @@ select
         '{{ field }}', {{ adapter.quote('value__' ~ field) }}{{ "," if not loop.last }}
         {%- endfor %}
     ) end as value,
-    case when kind = 'out' then fields end as fields,
+    -- a field holding Debezium's unavailable-value placeholder (an unchanged TOASTed column) is left
+    -- out, so the sink keeps that column as it is (macros/debezium/zync_unavailable_value.sql)
+    case when kind = 'out' then filter(fields, field -> not coalesce(
+        case field
+            {%- for field in value_fields %}
+            when '{{ field }}' then to_json(named_struct('v', {{ adapter.quote('value__' ~ field) }}))
+            {%- endfor %}
+        end in ({{ zync_unavailable_as_json() }}), false)) end as fields,
     case when kind = 'done' then (
         case when kept_by is not null then 'processed' when skipped then 'skipped' else 'expired' end
     ) end as status,
