@@ -22,7 +22,10 @@ bench-deps: setup
 
 jars: $(LOCAL)/.jars-installed
 APICURIO_VERSION := 3.0.9
-$(LOCAL)/.jars-installed: jvm/pom.xml Makefile
+$(LOCAL)/.jars-installed: jvm/pom.xml $(wildcard jvm/connect/*/pom.xml) Makefile
+	@# copy-dependencies never removes a jar: a changed pin must not leave its
+	@# old version beside the new one on Connect's plugin.path.
+	rm -rf $(LOCAL)/connect
 	mvn --quiet --batch-mode -f jvm/pom.xml package
 	@# Apicurio 3.0.9's parent pom is missing from Maven Central, which every
 	@# resolving goal refuses; dependency:get without transitives still fetches
