@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 import secrets
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from zync.config import state_dir
@@ -180,9 +182,10 @@ def psql(sql: str, database: str = "postgres", *, quiet: bool = True) -> str:
 
 
 def query(sql: str, database: str = "postgres") -> list[dict]:
-    """The rows of one SELECT as dicts, through PostgreSQL's own JSON rendering of each value."""
+    """The rows of one SELECT as dicts, through PostgreSQL's own JSON rendering of each value
+    (numbers as Decimal, so numeric keeps every digit)."""
     out = psql(f"select coalesce(json_agg(q), '[]'::json) from ({sql.rstrip().rstrip(';')}) q", database)
-    return json.loads(out)
+    return json.loads(out, parse_float=Decimal)
 
 
 def database_exists(name: str) -> bool:
@@ -194,8 +197,20 @@ def ensure_database(name: str) -> None:
         psql(f'create database "{name}"')
 
 
-def drop_database(name: str) -> None:
-    """Drop a database, its replication slots first (an active slot's connector must be deleted before)."""
-    for row in query(f"select slot_name from pg_replication_slots where database = '{name}'"):
-        psql(f"select pg_drop_replication_slot('{row['slot_name']}')")
+def drop_database(name: str, timeout_s: float = 30.0) -> None:
+    """Drop a database and its replication slots. A slot still held by a (deleted) connector's
+    WAL sender is released by ending that backend first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        slots = query(f"select slot_name, active_pid from pg_replication_slots where database = '{name}'")
+        try:
+            for slot in slots:
+                if slot["active_pid"] is not None:
+                    psql(f"select pg_terminate_backend({int(slot['active_pid'])})")
+                psql(f"select pg_drop_replication_slot('{slot['slot_name']}')")
+            break
+        except ZyncError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     psql(f'drop database if exists "{name}" with (force)')

@@ -307,10 +307,13 @@ def up(target: Target, connect: bool = False) -> list[str]:
     return status(target, connect)
 
 
-def down(target: Target) -> list[str]:
-    """Stop every service that runs, Connect first (it still needs the broker to stop cleanly)."""
+def down(target: Target, only: set[str] | None = None) -> list[str]:
+    """Stop every service that runs (or those named in `only`), Connect first (it still needs the
+    broker to stop cleanly)."""
     lines = []
     for service in reversed(_all(target, connect=False)):
+        if only is not None and service.name not in only:
+            continue
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running")
