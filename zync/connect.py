@@ -117,6 +117,13 @@ def jdbc_sink(target: Target, name: str, topics: list[str], database: str, **ove
     }
 
 
+def _root_cause(trace: str) -> str:
+    """The innermost exception of a Java stack trace: usually the line that says what is wrong."""
+    lines = [line.strip() for line in trace.splitlines()]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    return causes[-1] if causes else (lines[0] if lines else "")
+
+
 class Connect:
     """Kafka Connect's REST API (the worker of `zync up --connect` by default)."""
 
@@ -174,6 +181,18 @@ class Connect:
         """Restart the connector and all its tasks."""
         self._call("POST", f"/connectors/{quote(name)}/restart?includeTasks=true&onlyFailed=false")
 
+    def _raise_if_failed(self, name: str, status: dict[str, Any]) -> None:
+        failed = [("connector", status["connector"])] if status["connector"]["state"] == "FAILED" else []
+        failed += [(f"task {t['id']}", t) for t in status.get("tasks", []) if t["state"] == "FAILED"]
+        if failed:
+            what, part = failed[0]
+            trace = part.get("trace", "(no trace)").strip()
+            raise ConnectorFailed(
+                f"connector {name!r}: {what} FAILED on {part.get('worker_id')}: {_root_cause(trace)}\n"
+                f"{trace[:4000]}\n"
+                f"    see {connect_worker.folder() / 'connect.log'}; fix the config and "
+                f"`PUT /connectors/{name}/config` again, or restart it")
+
     def wait(self, name: str, state: str = "RUNNING", timeout_s: float = 120.0) -> dict[str, Any]:
         """Wait until the connector and all its tasks (at least one) are in `state`; a FAILED one raises
         ConnectorFailed with its trace."""
@@ -182,15 +201,7 @@ class Connect:
         while time.monotonic() < deadline:
             last = self.status(name)
             if last is not None:
-                failed = [("connector", last["connector"])] if last["connector"]["state"] == "FAILED" else []
-                failed += [(f"task {t['id']}", t) for t in last.get("tasks", []) if t["state"] == "FAILED"]
-                if failed:
-                    what, part = failed[0]
-                    raise ConnectorFailed(
-                        f"connector {name!r}: {what} FAILED on {part.get('worker_id')}:\n"
-                        f"{part.get('trace', '(no trace)').strip()[:4000]}\n"
-                        f"    see {connect_worker.folder() / 'connect.log'}; fix the config and "
-                        f"`PUT /connectors/{name}/config` again, or restart it")
+                self._raise_if_failed(name, last)
                 tasks = last.get("tasks", [])
                 wanted_tasks = state != "STOPPED"  # a stopped connector has no tasks
                 if last["connector"]["state"] == state and (
@@ -199,6 +210,24 @@ class Connect:
             time.sleep(0.5)
         raise ZyncError(f"connector {name!r} did not reach {state} within {timeout_s:.0f}s; last status: "
                         f"{json.dumps(last)}")
+
+    def check(self, name: str) -> dict[str, Any]:
+        """The connector's status; ConnectorFailed if it or a task has FAILED."""
+        status = self.status(name)
+        if status is None:
+            raise ZyncError(f"connector {name!r} does not exist on {self.url}")
+        self._raise_if_failed(name, status)
+        return status
+
+    def watch(self, name: str, seconds: float) -> dict[str, Any]:
+        """Keep checking the connector for `seconds` (a task fails on its first bad record, after it
+        reported RUNNING); ConnectorFailed as soon as it fails."""
+        deadline = time.monotonic() + seconds
+        while True:
+            status = self.check(name)
+            if time.monotonic() > deadline:
+                return status
+            time.sleep(0.5)
 
     def run(self, name: str, config: dict[str, str], timeout_s: float = 120.0) -> dict[str, Any]:
         """Create (or reconfigure) a connector and wait until it and its tasks run."""

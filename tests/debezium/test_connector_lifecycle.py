@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from zync import topics
+from zync import kafka_client, topics
 from zync.connect import ConnectorFailed
+from zync.errors import ZyncError
 
 DB = "dbz_lifecycle"
 CONNECTOR = "dbz-lifecycle-source"
@@ -43,9 +44,20 @@ def test_stop_resume_and_restart_lose_nothing(debezium, target):
     assert deduplicated == expected, got
 
 
-def test_a_bad_config_fails_with_the_task_trace(debezium):
-    """A connector whose task cannot start surfaces Connect's trace as an error, not a timeout."""
-    name = "dbz-broken-source"
-    with pytest.raises(ConnectorFailed, match="dbz_no_such_database|does not exist"):
-        debezium.source(name, "dbz_no_such_database", ["public.items"], "dbzx")
-    debezium.delete(name)
+def test_a_bad_config_is_refused_and_a_failed_task_raises_its_trace(debezium, target):
+    """Connect refuses a source whose database does not exist when it validates the config; a sink
+    whose task fails (here on a record that is not Avro) surfaces its stack trace as an error, not
+    as a timeout."""
+    with pytest.raises(ZyncError, match='database "dbz_no_such_database" does not exist'):
+        debezium.source("dbz-broken-source", "dbz_no_such_database", ["public.items"], "dbzx")
+    debezium.delete("dbz-broken-source")
+
+    topic = "dbz_not_avro"
+    kafka_client.ensure_topic(target, topic)
+    producer = kafka_client.producer(target)
+    producer.produce(topic, key=b"k", value=b"plain text, not the Confluent wire format")
+    assert producer.flush(30) == 0
+    with pytest.raises(ConnectorFailed, match=r"(?s)task 0 FAILED.*Caused by: "):
+        debezium.sink("dbz-broken-sink", [topic], debezium.database("dbz_broken_sink"))
+        debezium.connect.watch("dbz-broken-sink", 60)
+    debezium.delete("dbz-broken-sink")
