@@ -28,6 +28,25 @@ class GeneratedFile:
     text: str
 
 
+DEMO_FOLDER = "demo"
+
+
+def transform_files(project_root: Path) -> list[Path]:
+    """The project's transform and mirror files: transforms/*.yml, then each demo's demo/<name>/transforms/*.yml."""
+    found = sorted((project_root / "transforms").glob("*.y*ml"))
+    return found + sorted((project_root / DEMO_FOLDER).glob("*/transforms/*.y*ml"))
+
+
+def generated_subfolder(source: Path) -> Path:
+    """Where, below models/outputs or models/mirrors, the models of a transform file go.
+
+    A demo's transforms (demo/<name>/transforms/) compile into a `demo`
+    subfolder, which dbt_project.yml disables unless ZYNC_DEMO=true: a
+    user's `dbt run` must not build models over raw tables it never ingests.
+    """
+    return Path(DEMO_FOLDER) if source.parts[:1] == (DEMO_FOLDER,) else Path()
+
+
 def input_cte(topic: str) -> str:
     return snake(topic) or "input"
 
@@ -219,6 +238,46 @@ def _rule_cte(rule: Rule, transform: Transform, earlier: list[Rule], value_field
     )
 
 
+def _as_record(tree: exp.Expression) -> exp.Expression:
+    """The expression with every record alias (`left_record`, `right_record`) renamed `in_record`."""
+    tree = tree.copy()
+    for column in tree.find_all(exp.Column):
+        root = column.parts[0]
+        if root.name in sql.RECORD_ALIASES.values():
+            root.replace(exp.to_identifier(sql.RECORD_ALIASES["in"]))
+    return tree
+
+
+def _takeable(transform: Transform, topic: str) -> str:
+    """Whether some rule could ever take a record of `topic`, as SQL over `in_record` (the record).
+
+    A record no rule can take (a Debezium tombstone, an op no `where` admits,
+    a denorm candidate whose join key is null) would wait forever and hold
+    back every later record of its key; the model marks it done as `skipped`
+    instead. A rule whose `where` reads a lookup is taken to admit anything.
+    """
+    conditions: list[exp.Expression] = []
+    for rule in transform.rules:
+        sides = [n for n, t in zip(_records(rule), rule.inputs) if t == topic]
+        for side in sides:
+            terms: list[exp.Expression] = []
+            if rule.condition is not None:
+                if rule.kind == "stateless" and rule.joins:
+                    return "true"
+                terms.append(sql.expression(rule.condition, ("in",) if rule.kind == "stateless" else (),
+                                            unqualified_ok=True))
+            if rule.kind == "denorm":
+                assert rule.join_on is not None
+                keys = [pair[0 if side == "left" else 1] for pair in sql.join_keys(rule.join_on)]
+                terms += [exp.Not(this=exp.Is(this=k, expression=exp.Null())) for k in keys]
+            if not terms:
+                return "true"
+            conditions.append(exp.and_(*(exp.Paren(this=_as_record(t)) for t in terms)))
+    if not conditions:
+        return "false"
+    return sql.render(exp.func("coalesce", exp.or_(*conditions), exp.false()))
+
+
 def pending_model(model: str) -> str:
     return f"{model}__pending"
 
@@ -259,7 +318,8 @@ def render_model(transform: Transform, project_root: Path, struct_fields: Struct
     parts.append(",\n\n".join(ctes))
     inputs = ",\n".join(
         f"        {{'cte': {input_cte(i.topic)!r}, 'expire_after': "
-        f"{repr(i.expire_after.as_macro_arg()) if i.expire_after else 'none'}}}"
+        f"{repr(i.expire_after.as_macro_arg()) if i.expire_after else 'none'},\n"
+        f"         'takeable': {_jinja_string(_takeable(transform, i.topic))}}}"
         for i in transform.inputs
     )
     parts += [
@@ -361,10 +421,12 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
 
     files = []
     for t in transforms:
-        files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
-        files.append(GeneratedFile(MODELS_FOLDER / f"{t.model}.yml", render_properties(t, relative(t.path))))
-        files.append(GeneratedFile(MODELS_FOLDER / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
-    files += [GeneratedFile(path, text) for path, text in mirrors.compile_mirrors(mirror_files, relative)]
+        folder = MODELS_FOLDER / generated_subfolder(relative(t.path))
+        files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
+        files.append(GeneratedFile(folder / f"{t.model}.yml", render_properties(t, relative(t.path))))
+        files.append(GeneratedFile(folder / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
+    files += [GeneratedFile(path, text)
+              for path, text in mirrors.compile_mirrors(mirror_files, relative, generated_subfolder)]
     files.append(GeneratedFile(SOURCES_FILE, render_sources([*transforms, *mirror_files], [relative(p) for p in paths])))
     return files
 

@@ -244,6 +244,7 @@ def render_properties(mirror: Mirror, source: Path) -> str:
             {"zync_mirror_matches_raw": {"arguments": {
                 "source_relation": source_arg, "topic": mirror.topic, "delete": mirror.delete,
                 "primary_key": _plain_pairs(mirror.primary_key),
+                "columns": _plain_pairs(mirror.columns),
                 "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}}},
         ],
         "columns": named + columns,
@@ -259,8 +260,11 @@ def _plain_pairs(pairs: tuple[tuple[str, Text], ...] | None) -> list[list[str]] 
     return None if pairs is None else [[name, _rendered(text)] for name, text in pairs]
 
 
-def compile_mirrors(files: list[MirrorFile], relative: Any) -> list[tuple[Path, str]]:
-    """(path relative to the project root, text) of every mirror model and its properties."""
+def compile_mirrors(files: list[MirrorFile], relative: Any, subfolder: Any = lambda source: Path()) -> list[tuple[Path, str]]:
+    """(path relative to the project root, text) of every mirror model and its properties.
+
+    subfolder(source file, relative) -> the folder below models/mirrors its models go to.
+    """
     out: list[tuple[Path, str]] = []
     seen: dict[str, Mirror] = {}
     for f in files:
@@ -270,7 +274,8 @@ def compile_mirrors(files: list[MirrorFile], relative: Any) -> list[tuple[Path, 
             seen[m.model] = m
     for f in files:
         source = relative(f.path)
+        folder = MODELS_FOLDER / subfolder(source)
         for m in f.mirrors:
-            out.append((MODELS_FOLDER / f"{m.model}.sql", render_model(m, source)))
-            out.append((MODELS_FOLDER / f"{m.model}.yml", render_properties(m, source)))
+            out.append((folder / f"{m.model}.sql", render_model(m, source)))
+            out.append((folder / f"{m.model}.yml", render_properties(m, source)))
     return out

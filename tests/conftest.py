@@ -25,6 +25,8 @@ os.environ.setdefault("ZYNC_REGISTRY_PORT", "28081")
 os.environ.setdefault("ZYNC_POSTGRES_PORT", "25432")
 os.environ.setdefault("ZYNC_CONNECT_PORT", "28083")
 os.environ["ZYNC_TARGET"] = "local"
+# The invoices demo's models are the suite's subjects; a user's run leaves them off (test_user_project).
+os.environ["ZYNC_DEMO"] = "true"
 
 
 @pytest.fixture(scope="session")

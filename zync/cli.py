@@ -81,11 +81,11 @@ def cmd_to_kafka(args: argparse.Namespace) -> None:
 
 
 def cmd_etl_compile(args: argparse.Namespace) -> None:
-    from compiler import compile_transforms, write_outputs
+    from compiler import compile_transforms, transform_files, write_outputs
     from zync.config import project_dir
 
     root = project_dir()
-    files = [Path(f) for f in args.files] or sorted((root / "transforms").glob("*.y*ml"))
+    files = [Path(f) for f in args.files] or transform_files(root)
     if not files:
         raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
     from compiler.schemas import delta_log_schemas
@@ -104,11 +104,12 @@ def cmd_etl_compile(args: argparse.Namespace) -> None:
 
 
 def cmd_etl_status(args: argparse.Namespace) -> None:
+    from compiler import transform_files
     from zync import etl_status
     from zync.config import project_dir
 
     root = project_dir()
-    files = [Path(f) for f in args.files] or sorted((root / "transforms").glob("*.y*ml"))
+    files = [Path(f) for f in args.files] or transform_files(root)
     if not files:
         raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
     print(etl_status.render(etl_status.collect(_target(args), files, kafka=not args.no_kafka)), end="")
@@ -193,14 +194,14 @@ def parser() -> argparse.ArgumentParser:
     p = etl_verbs.add_parser("compile", parents=[common],
                              help="transform YAML -> dbt models, properties and sources (all or nothing)",
                              description="transform YAML -> dbt models, properties and sources (all or nothing)")
-    p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml)")
+    p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml and demo/*/transforms/*.yml)")
     p.set_defaults(handler=cmd_etl_compile)
     p = etl_verbs.add_parser("status", parents=[common],
                              help="per input: cursor, pending, expired, lag; per output: last offset vs Kafka",
                              description="per input topic/partition of each transform: cursor, latest offset, "
                                          "pending and expired records, age of the oldest pending; per output: "
                                          "last output offset and how far its Kafka topic is behind")
-    p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml)")
+    p.add_argument("files", nargs="*", metavar="FILE.yml", help="transform files (default: transforms/*.yml and demo/*/transforms/*.yml)")
     p.add_argument("--no-kafka", action="store_true", help="do not ask Kafka for the output topics' offsets")
     p.set_defaults(handler=cmd_etl_status)
     return top

@@ -10,7 +10,7 @@ a transform file is ever spliced into a query.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zync.config import Target
@@ -59,6 +59,29 @@ class OutputStatus:
         if self.kafka_next_offset is None:
             return None
         return (self.last_offset + 1 if self.last_offset is not None else 0) - self.kafka_next_offset
+
+
+@dataclass(frozen=True)
+class MirrorPartition:
+    partition: int
+    cursor: int | None  # the largest raw offset the mirror has applied; None: none yet
+    latest_offset: int | None
+
+    @property
+    def behind(self) -> int | None:
+        if self.latest_offset is None:
+            return None
+        return max(self.latest_offset - (self.cursor if self.cursor is not None else -1), 0)
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    source: Path
+    model: str
+    topic: str
+    table: str
+    note: str | None = None  # why there are no figures
+    partitions: list[MirrorPartition] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -165,14 +188,56 @@ def transform_status(spark, target: Target, transform, kafka: bool = True) -> Tr
     )
 
 
-def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[TransformStatus]:
-    """The status of every transform file given."""
+def _mirror_cursor(spark, mirror_name: str, table) -> dict[int, int]:
+    """The cursor a mirror's newest zync commit carries (macros/mirror/zync_mirror_cursor.sql), else its rows'."""
+    import json
+
+    from pyspark.sql import functions as F
+
+    for row in spark.sql(f"describe history {mirror_name} limit 20").collect():
+        try:
+            stored = json.loads(row["userMetadata"] or "")
+        except ValueError:
+            continue
+        if isinstance(stored, dict) and stored.get("zync_mirror") == mirror_name:
+            return {int(p): int(o) for p, o in stored["cursor"].items()}
+    return {r[0]: r[1] for r in table.groupBy(F.col("_zync_kafka.partition")).agg(F.max("_zync_kafka.offset")).collect()}
+
+
+def mirror_status(spark, target: Target, source: Path, mirror) -> MirrorStatus:
+    """How far one mirror (compiler.mirrors.Mirror) is behind its raw table."""
+    from pyspark.sql import functions as F
+
+    name, raw_name = _table_name(target, mirror.model), _table_name(target, mirror.table)
+    status = MirrorStatus(source, mirror.model, mirror.topic, raw_name)
+    if not spark.catalog.tableExists(raw_name):
+        return replace(status, note=f"no raw table yet (run `zync from-kafka --topic {mirror.topic}`)")
+    latest = {r[0]: r[1] for r in spark.table(raw_name).where(F.col("kafka.topic") == F.lit(mirror.topic))
+              .groupBy(F.col("kafka.partition")).agg(F.max("kafka.offset")).collect()}
+    if not spark.catalog.tableExists(name):
+        cursor: dict[int, int] = {}
+        note = f"not built yet (run `dbt run --select {mirror.model}`)"
+    else:
+        cursor, note = _mirror_cursor(spark, name, spark.table(name)), None
+    partitions = [MirrorPartition(p, cursor.get(p), latest.get(p)) for p in sorted(set(latest) | set(cursor))]
+    return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions)
+
+
+def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[TransformStatus | MirrorStatus]:
+    """The status of every transform file given: each output's, and each mirror's of a `mirrors:` file."""
+    from compiler.mirrors import MirrorFile, is_mirror_file, load_mirrors
     from compiler.spec import load_transform
     from zync.spark import spark_session
 
-    transforms = [load_transform(p) for p in paths]
+    loaded = [load_mirrors(p) if is_mirror_file(p) else load_transform(p) for p in paths]
     spark = spark_session(target)
-    return [transform_status(spark, target, t, kafka=kafka) for t in transforms]
+    statuses: list[TransformStatus | MirrorStatus] = []
+    for item in loaded:
+        if isinstance(item, MirrorFile):
+            statuses += [mirror_status(spark, target, item.path, m) for m in item.mirrors]
+        else:
+            statuses.append(transform_status(spark, target, item, kafka=kafka))
+    return statuses
 
 
 # --- rendering -----------------------------------------------------------------
@@ -202,10 +267,27 @@ def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list
     return [indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
 
 
-def render(statuses: list[TransformStatus]) -> str:
-    """Readable tables: one block per transform, inputs first, then the output."""
+def _render_mirror(status: MirrorStatus) -> list[str]:
+    lines = [f"{status.model} (mirror of {status.topic}, {status.source})"]
+    rows = [[status.topic, "-", status.note, "", ""]] if status.note and not status.partitions else []
+    for p in status.partitions:
+        rows.append([status.topic, str(p.partition), _number(p.cursor, "none yet"), _number(p.latest_offset),
+                     _number(p.behind)])
+    if not rows:
+        rows.append([status.topic, "-", "none yet", "-", "0"])
+    lines += _table(["input", "partition", "cursor", "latest offset", "behind cursor"], rows)
+    if status.note and status.partitions:
+        lines.append(f"  {status.note}")
+    return lines + [""]
+
+
+def render(statuses: list[TransformStatus | MirrorStatus]) -> str:
+    """Readable tables: one block per transform, inputs first, then the output; one per mirror."""
     lines: list[str] = []
     for status in statuses:
+        if isinstance(status, MirrorStatus):
+            lines += _render_mirror(status)
+            continue
         out = status.output
         lines.append(f"{out.topic} (model {out.model}, {status.source})")
         rows = []

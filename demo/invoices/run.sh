@@ -12,6 +12,8 @@ demo=demo/invoices
 # The demo runs on its own embedded services, ports and warehouse, started
 # afresh, so it can be run again and never touches the default `local` state.
 export ZYNC_STATE_DIR="$PWD/.local/demo-state" ZYNC_KAFKA_PORT=19192 ZYNC_REGISTRY_PORT=18181
+# The demo's models (models/*/demo/) are off unless asked for: a user's own run skips them.
+export ZYNC_DEMO=true
 zync down >/dev/null
 rm -rf "$ZYNC_STATE_DIR"
 zync up

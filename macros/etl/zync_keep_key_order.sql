@@ -11,13 +11,17 @@
   at every use, so joins back to `events` would multiply the plan.
   - a round marks an event late when one of its records has an earlier
     same-key record that is emitted later or never (an expirable record that
-    no event takes is expired, so it holds nothing back), and frees every
+    no event takes is expired, and a record no rule can take is skipped, so
+    neither holds anything back), and frees every
     record of a late event. A freed denorm partner may in turn hold back
-    later records of its own key, so the rounds repeat (`rounds` times);
+    later records of its own key, so the rounds repeat (`rounds` times:
+    zync_output_rows passes var('zync_order_rounds', 4); one round left
+    every other key to the fallback below whenever any key cascaded, and a
+    chain of same-key records then took one run per record);
   - if a violation is still left after that (a cascade deeper than
-    `rounds`), the run falls back to the events whose every record is the
-    first pending record of its key, which can never break the order; the
-    rest waits for the next run.
+    `rounds`), the run falls back to the events whose every record has no
+    earlier record of its key that could still be taken, which can never
+    break the order; the rest waits for the next run.
 #}
 {% macro zync_keep_key_order(events, records, rounds=1) -%}
 {%- set never = "named_struct('offset', 9223372036854775807, 'topic', '', 'partition', 0)" -%}
@@ -33,7 +37,12 @@ zync_rows_0 as (
         select
             record.*,
             claim.*,
-            row_number() over (partition by record.topic, record.partition, record.key_json order by record.offset) = 1 as is_head
+            -- no earlier record of its key that could still be taken
+            coalesce(count(case when not record.skipped then 1 end) over (
+                partition by record.topic, record.partition, record.key_json
+                order by record.offset
+                rows between unbounded preceding and 1 preceding
+            ), 0) = 0 as is_head
         from {{ records }} as record
         left join zync_claims as claim
             on record.topic = claim.claimed_topic
@@ -53,7 +62,7 @@ zync_rows_{{ round }} as (
     {%- endif %}
     from (
         select *,
-            claimed_by_{{ round - 1 }} is not null and max(coalesce(claimed_by_{{ round - 1 }}, case when not expirable then {{ never }} end)) over (
+            claimed_by_{{ round - 1 }} is not null and max(coalesce(claimed_by_{{ round - 1 }}, case when not expirable and not skipped then {{ never }} end)) over (
                 partition by topic, partition, key_json
                 order by offset
                 rows between unbounded preceding and 1 preceding

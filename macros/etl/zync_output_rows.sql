@@ -4,8 +4,9 @@
   - out rows: one per event kept, numbered on from the output topic's cursor
     (contiguous, no gaps, so egress can align them with Kafka's offsets),
     with the value's fields and the list of fields the row carries;
-  - done rows: one per input record consumed ('processed') or given up
-    ('expired');
+  - done rows: one per input record consumed ('processed'), given up
+    ('expired'), or that no rule can take ('skipped': a tombstone, an op no
+    rule admits);
   - cursor rows: per input topic/partition whose low-water mark moved, and
     one for the output topic holding its next offset.
   `events` is a relation with consumed, ordering, key, value__<field> for each
@@ -20,7 +21,7 @@ zync_records as (
     {{ zync_records(inputs) | indent(4) }}
 ),
 
-{{ zync_keep_key_order(events, 'zync_records') }},
+{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4)) }},
 
 -- one pass over the records writes every row: Spark would compute zync_final
 -- again for a second reference
@@ -31,7 +32,7 @@ zync_emitted as (
         count(*) over (partition by is_out) as out_count,
         -- the new low-water mark: the first record still pending, else past the last
         coalesce(
-            min(case when kept_by is null and not expirable then offset end) over (partition by topic, partition),
+            min(case when kept_by is null and not expirable and not skipped then offset end) over (partition by topic, partition),
             max(offset) over (partition by topic, partition) + 1
         ) as cursor_offset,
         row_number() over (partition by topic, partition order by offset) = 1 as is_first
@@ -57,13 +58,15 @@ select
         {%- endfor %}
     ) end as value,
     case when kind = 'out' then fields end as fields,
-    case when kind = 'done' then (case when kept_by is not null then 'processed' else 'expired' end) end as status,
+    case when kind = 'done' then (
+        case when kept_by is not null then 'processed' when skipped then 'skipped' else 'expired' end
+    ) end as status,
     '{{ invocation_id }}' as run_id
 from zync_emitted
 lateral view explode(filter(
     array(
         case when is_out then 'out' end,
-        case when kept_by is not null or expirable then 'done' end,
+        case when kept_by is not null or expirable or skipped then 'done' end,
         case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
         case when is_out and out_position = out_count then 'output_cursor' end
     ),

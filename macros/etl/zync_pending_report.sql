@@ -48,7 +48,7 @@ select
     case
         when status = 'expired' then 'expired: pending longer than its expire-after allows'
         when earlier_offset is not null then concat('waits for offset ', earlier_offset, ' with the same key')
-        else 'no transform has taken it yet (a denorm partner has not arrived, or no rule matches it)'
+        else 'waits for its denorm partner (or, after a per-key order cascade deeper than var zync_order_rounds, for the next run)'
     end as reason,
     key_json,
     value_json,

@@ -1,8 +1,11 @@
 {#
   One row per pending record of every input, for the decisions that span
-  rules: per-key order, expiry and the new cursors. `inputs` is a list of
-  {'cte': name, 'expire_after': none | {'offsets': N} | {'seconds': S}}.
-  key_json identifies the record's Kafka key exactly (any key type).
+  rules: per-key order, expiry, skipping and the new cursors. `inputs` is a
+  list of {'cte': name, 'expire_after': none | {'offsets': N} | {'seconds': S},
+  'takeable': SQL over `in_record`, true when some rule could take it}.
+  key_json identifies the record's Kafka key exactly (any key type);
+  `skipped` marks a record no rule can ever take (a tombstone, say): it is
+  done at once, so it never holds back its key or the cursor.
 #}
 {% macro zync_records(inputs) -%}
 {%- for input in inputs %}
@@ -11,8 +14,9 @@ select
     kafka.partition,
     kafka.offset,
     to_json(named_struct('k', key)) as key_json,
-    {{ zync_expirable(input.expire_after) }} as expirable
-from {{ input.cte }}
+    {{ zync_expirable(input.expire_after) }} as expirable,
+    not ({{ input.get('takeable', 'true') }}) as skipped
+from {{ input.cte }} as in_record
 {%- if not loop.last %}
 union all
 {%- endif %}

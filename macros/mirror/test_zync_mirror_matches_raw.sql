@@ -1,30 +1,35 @@
 {#
-  Data test: the mirror's live keys are exactly the live keys of its raw
-  history, rebuilt from scratch by the same rules (zync_mirror_rows over the
-  whole raw table). Proves the incremental MERGEs never drift from a
-  rebuild. Fails with one row per key only in one of the two, so its row
-  count check covers "the mirror's row count equals the live keys".
+  Data test: the mirror's live rows are exactly those of its raw history
+  rebuilt from scratch by the same rules (zync_mirror_rows over the whole
+  raw table), key and value alike: every primary-key and value column is
+  compared (as JSON, so maps and structs compare too; NULL and a struct of
+  NULLs differ). Proves the incremental MERGEs never drift from a rebuild.
+  Fails with one row per row only in one of the two, so it also covers "the
+  mirror's row count equals the live keys".
   Scans the raw history: meant for small data and CI.
 #}
-{% test zync_mirror_matches_raw(model, source_relation, topic, delete, primary_key=none, source_ts=none) %}
+{% test zync_mirror_matches_raw(model, source_relation, topic, delete, primary_key=none, columns=none, source_ts=none) %}
 {%- set key = zync_mirror_key_columns(source_relation, primary_key) -%}
-{%- set quoted = [] -%}
-{%- for name, expression in key -%}{%- do quoted.append(adapter.quote(name)) -%}{%- endfor -%}
+{%- set compared = key + zync_mirror_value_columns(source_relation, columns, key) -%}
+{%- set fields = [] -%}
+{%- for name, expression in compared -%}
+  {%- do fields.append(dbt.string_literal(name) ~ ', ' ~ adapter.quote(name)) -%}
+{%- endfor -%}
 with rebuilt as (
-    {{ zync_mirror_rows(source_relation, topic=topic, delete='hard', key=key, columns=[],
+    {{ zync_mirror_rows(source_relation, topic=topic, delete='hard', key=key, columns=compared[key | length:],
                         source_ts=zync_mirror_source_ts(source_relation, source_ts)) | indent(4) }}
 ),
 
-mirror_keys as (
-    select {{ quoted | join(', ') }} from {{ model }}
+mirror_rows as (
+    select to_json(named_struct({{ fields | join(', ') }})) as `row` from {{ model }}
     {%- if delete == 'soft' %} where not `_zync_deleted`{% endif %}
 ),
 
-raw_keys as (
-    select {{ quoted | join(', ') }} from rebuilt
+raw_rows as (
+    select to_json(named_struct({{ fields | join(', ') }})) as `row` from rebuilt
 )
 
-select 'in the mirror, not live in the raw history' as problem, * from (select * from mirror_keys except all select * from raw_keys)
+select 'in the mirror, not live in the raw history' as problem, `row` from (select * from mirror_rows except all select * from raw_rows)
 union all
-select 'live in the raw history, not in the mirror' as problem, * from (select * from raw_keys except all select * from mirror_keys)
+select 'live in the raw history, not in the mirror' as problem, `row` from (select * from raw_rows except all select * from mirror_rows)
 {% endtest %}

@@ -39,14 +39,15 @@
       cache table {{ changes_relation }}
     {%- endcall -%}
     {%- set changes = run_query('select count(*) from ' ~ changes_relation).columns[0].values()[0] | int -%}
-    {#- New value fields evolve the mirror through MERGE's schema auto-merge. -#}
+    {#- A nested field new in the changes evolves the mirror through MERGE's schema auto-merge. -#}
     {%- call statement('schema_evolution') -%}
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
     {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
+    {%- set columns = zync_mirror_evolve_schema(target_relation, changes_relation) -%}
     {%- set cursor = zync_mirror_next_cursor(target_relation, changes_relation) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
-      {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, settings.delete,
+      {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, columns, settings.delete,
                                broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
     {%- endcall -%}
     {%- call statement('uncache_changes') -%}
@@ -65,12 +66,12 @@
   CREATE TABLE AS SELECT drops a writer's own userMetadata, so it goes
   through the session's default, set just around the statement.
 #}
-{% macro zync_mirror_commit_carrying(mirror_relation, cursor) -%}
+{% macro zync_mirror_commit_carrying(mirror_relation, cursor, name='main') -%}
   {%- set sql = caller() -%}
   {%- call statement('cursor_metadata') -%}
     set spark.databricks.delta.commitInfo.userMetadata = {{ zync_mirror_cursor_metadata(mirror_relation, cursor) }}
   {%- endcall -%}
-  {%- call statement('main') -%}
+  {%- call statement(name) -%}
     {{ sql }}
   {%- endcall -%}
   {%- call statement('reset_cursor_metadata') -%}

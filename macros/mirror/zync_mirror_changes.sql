@@ -29,7 +29,12 @@
     change to its key (earlier in this batch, or in hard mode an earlier
     delete before the cursor) has a source time at or after the read's;
     zync_mirror_merge_sql applies the same rule against the mirror's row;
-  - of what is left, the change with the largest offset wins per key.
+  - of what is left, the change with the largest offset wins per key;
+  - a column holding Debezium's unavailable-value placeholder (an unchanged
+    TOASTed value, zync_unavailable) takes the last real value of its key
+    among these changes; if there is none it stays the placeholder, and the
+    MERGE keeps the mirror's value (a rebuild, keep_deletes=false, has no
+    earlier value to keep and writes null).
   keep_deletes=false (a rebuild) leaves deleted keys out in hard mode;
   keep_deletes=true keeps the deletes (for the MERGE to apply).
   Soft mode adds _zync_deleted and _zync_deleted_at.
@@ -39,6 +44,12 @@
   {%- for name, expression in key -%}{%- do key_names.append(adapter.quote(name)) -%}{%- endfor -%}
   {%- set partition_by = key_names | join(', ') -%}
   {%- set guard_history = keep_deletes and delete == 'hard' and after and zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
+  {%- set types = zync_expression_types(source_relation, columns) -%}
+  {%- set unavailable = {} -%}
+  {%- for name, expression in columns -%}
+    {%- set test = zync_unavailable(adapter.quote(name), types.get(name, '')) -%}
+    {%- if test is not none -%}{%- do unavailable.update({name: test}) -%}{%- endif -%}
+  {%- endfor -%}
 with
 
 changes as (
@@ -111,14 +122,34 @@ kept as (
 
 latest as (
     select
-        kept.*,
+        {%- for name, expression in key + columns %}
+        {%- if name in unavailable %}
+        coalesce(
+            last_value(case when not {{ unavailable[name] }} then named_struct('v', {{ adapter.quote(name) }}) end, true) over (
+                partition by {{ partition_by }}
+                order by `_zync_kafka`.`offset`
+                rows between unbounded preceding and current row
+            ),
+            named_struct('v', {{ adapter.quote(name) }})
+        ).`v` as {{ adapter.quote(name) }},
+        {%- else %}
+        {{ adapter.quote(name) }},
+        {%- endif %}
+        {%- endfor %}
+        `_zync_op`,
+        `_zync_source_ts`,
+        `_zync_kafka`,
         row_number() over (partition by {{ partition_by }} order by `_zync_kafka`.`offset` desc) as `_zync_rank`
     from kept
 )
 
 select
     {%- for name, expression in key + columns %}
+    {%- if name in unavailable and not keep_deletes %}
+    case when {{ unavailable[name] }} then null else {{ adapter.quote(name) }} end as {{ adapter.quote(name) }},
+    {%- else %}
     {{ adapter.quote(name) }},
+    {%- endif %}
     {%- endfor %}
     `_zync_op`,
     `_zync_source_ts`,

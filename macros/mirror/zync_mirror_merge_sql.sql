@@ -7,12 +7,18 @@
   - c, u: upsert;
   - r: upsert too, unless the mirror's row (live, or soft-deleted) comes from
     a change with a source time at or after the read's (the re-snapshot guard).
-  `update set *` / `insert *` with schema auto-merge add new columns.
+  Every column is assigned by name (`columns`: the changes' [(name, type)],
+  zync_mirror_evolve_schema has made the mirror's types the same), never
+  with `update set *`: under schema auto-merge Delta 3.3 expands a NULL
+  struct into a struct of NULLs there (delta-io/delta#2248). A column holding
+  Debezium's unavailable-value placeholder (zync_unavailable) keeps the
+  mirror's value, or is null in a new row.
   broadcast: send the changes to every task instead of shuffling the
   mirror to meet them (a run's changes are few beside the mirror's rows; the
   materialization sets it up to var('zync_mirror_broadcast_rows', 2000000)).
 #}
-{% macro zync_mirror_merge_sql(target_relation, changes_relation, key_names, delete, broadcast=false) -%}
+{% macro zync_mirror_merge_sql(target_relation, changes_relation, key_names, columns, delete, broadcast=false) -%}
+{%- set key_lower = key_names | map('lower') | list -%}
 merge into {{ target_relation }} as mirror
 {%- if broadcast %}
 using (select /*+ BROADCAST(change) */ * from {{ changes_relation }} as change) as change
@@ -32,6 +38,60 @@ when matched and change.`_zync_op` = 'd' then update set
 {%- endif %}
 when matched and not coalesce(
     change.`_zync_op` = 'r' and mirror.`_zync_source_ts` >= change.`_zync_source_ts`, false
-) then update set *
-when not matched{{ " and change.`_zync_op` != 'd'" if delete == 'hard' }} then insert *
+) then update set
+    {%- for name, data_type in columns if name | lower not in key_lower %}
+    {%- set unavailable = zync_unavailable('change.' ~ adapter.quote(name), data_type) if not name.startswith('_zync_') else none %}
+    mirror.{{ adapter.quote(name) }} = {% if unavailable %}case when {{ unavailable }} then mirror.{{ adapter.quote(name) }} else change.{{ adapter.quote(name) }} end{% else %}change.{{ adapter.quote(name) }}{% endif %}{{ "," if not loop.last }}
+    {%- endfor %}
+when not matched{{ " and change.`_zync_op` != 'd'" if delete == 'hard' }} then insert (
+    {%- for name, data_type in columns %}
+    {{ adapter.quote(name) }}{{ "," if not loop.last }}
+    {%- endfor %}
+) values (
+    {%- for name, data_type in columns %}
+    {%- set unavailable = zync_unavailable('change.' ~ adapter.quote(name), data_type) if not name.startswith('_zync_') and name | lower not in key_lower else none %}
+    {% if unavailable %}case when {{ unavailable }} then null else change.{{ adapter.quote(name) }} end{% else %}change.{{ adapter.quote(name) }}{% endif %}{{ "," if not loop.last }}
+    {%- endfor %}
+)
+{%- endmacro %}
+
+
+{#
+  Makes the mirror's columns those of the changes before a MERGE that
+  assigns them by name: new columns are added (`alter table ... add
+  columns`, a commit that changes no row, so the cursor stays vouched for);
+  a column whose type grew (a nested field added to a struct) is evolved by
+  a MERGE that matches no row, under schema auto-merge, carrying the
+  current cursor. Returns the changes' columns as [(name, type)].
+#}
+{% macro zync_mirror_evolve_schema(mirror_relation, changes_relation) -%}
+  {%- set existing = {} -%}
+  {%- for column in adapter.get_columns_in_relation(mirror_relation) -%}
+    {%- do existing.update({column.name | lower: column.data_type | lower}) -%}
+  {%- endfor -%}
+  {%- set columns = [] -%}
+  {%- set added = [] -%}
+  {%- set grown = [] -%}
+  {%- for column in adapter.get_columns_in_relation(changes_relation) -%}
+    {%- do columns.append((column.name, column.data_type)) -%}
+    {%- if column.name | lower not in existing -%}
+      {%- do added.append(adapter.quote(column.name) ~ ' ' ~ column.data_type) -%}
+    {%- elif existing[column.name | lower] != column.data_type | lower -%}
+      {%- do grown.append(column.name) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if added -%}
+    {%- call statement('add_columns') -%}
+      alter table {{ mirror_relation }} add columns ({{ added | join(', ') }})
+    {%- endcall -%}
+  {%- endif -%}
+  {%- if grown -%}
+    {%- call zync_mirror_commit_carrying(mirror_relation, zync_mirror_current_cursor(mirror_relation), name='evolve_schema') -%}
+      merge into {{ mirror_relation }} as mirror
+      using (select * from {{ changes_relation }} where false) as change
+      on false
+      when not matched then insert *
+    {%- endcall -%}
+  {%- endif -%}
+  {{ return(columns) }}
 {%- endmacro %}

@@ -22,7 +22,7 @@ from compiler import compile_transforms, write_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "invoices"
-INVOICES_YAML = ROOT / "transforms" / "invoices.yml"
+INVOICES_YAML = ROOT / "demo" / "invoices" / "transforms" / "invoices.yml"
 
 
 @dataclass
@@ -81,7 +81,7 @@ def dbt_at(spark):
 
 
 def invoices_transform(prefix: str) -> str:
-    """transforms/invoices.yml with the scratch project's topics, tables and model."""
+    """demo/invoices/transforms/invoices.yml with the scratch project's topics, tables and model."""
     text = INVOICES_YAML.read_text()
     for old, new in (("raw_invoice_status", f"{prefix}_raw_invoice_status"), ("raw_invoices", f"{prefix}_raw_invoices"),
                      ("new_invoices", f"{prefix}_new_invoices")):

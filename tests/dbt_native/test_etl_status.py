@@ -102,3 +102,30 @@ def test_a_missing_output_table_is_reported_not_a_crash(spark, target, tmp_path)
     assert status.output.table_note and "dbt run --select dbtns_never_built" in status.output.table_note
     # Nothing is done for a model never built: every raw record is pending.
     assert _by_topic(status)["Invoices"].pending == 4
+
+
+def test_a_mirror_file_shows_each_mirrors_cursor_and_lag(spark, target, transform_file, tmp_path, capsys):
+    tables = Tables()
+    mirror_file = tmp_path / "mirrors.yml"
+    mirror_file.write_text(f"mirrors:\n  - model: {PREFIX}_invoices_mirror\n    topic: {tables.topic('Invoices')}\n"
+                           f"    table: {PREFIX}_raw_invoices\n")
+    spark.sql(f"drop table if exists {tables.table('invoices_mirror')}")
+    (never_built,) = etl_status.collect(target, [mirror_file], kafka=False)
+    assert never_built.note and f"dbt run --select {PREFIX}_invoices_mirror" in never_built.note
+    assert [(p.partition, p.cursor, p.latest_offset, p.behind) for p in never_built.partitions] == [(0, None, 3, 4)]
+    # A mirror whose last commit carries the cursor past Invoices offset 1 (as zync_mirror commits do).
+    spark.sql(f"create table {tables.table('invoices_mirror')} (ID int, `_zync_kafka` struct<topic: string, "
+              "partition: int, offset: bigint, timestamp: timestamp>) using delta")
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata",
+                   f'{{"zync_mirror": "{tables.table("invoices_mirror")}", "cursor": {{"0": 1}}}}')
+    try:
+        spark.sql(f"insert into {tables.table('invoices_mirror')} values (1, null)")
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    (status,) = etl_status.collect(target, [mirror_file], kafka=False)
+    assert [(p.partition, p.cursor, p.latest_offset, p.behind) for p in status.partitions] == [(0, 1, 3, 2)]
+    # Transform files and mirror files are read alike (the default set holds both).
+    assert main(["etl", "status", "--no-kafka", str(transform_file), str(mirror_file)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{PREFIX}_invoices_mirror (mirror of {PREFIX}Invoices" in printed
+    spark.sql(f"drop table if exists {tables.table('invoices_mirror')}")

@@ -41,7 +41,7 @@ transforms:
 
 
 def A(offset, key, op, **kw):
-    return raw_row("etlcOrdA", offset, key, op, id=key, **kw)
+    return raw_row("etlcOrdA", offset, key, op, **({"id": key} | kw))
 
 
 def B(offset, key, op, ref, name, **kw):
@@ -86,13 +86,37 @@ def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spar
 
 def test_a_dropped_pair_frees_its_partner_which_holds_back_its_own_key(tables, project, spark):
     etl = project({"order.yml": transform()})
-    # A0 matches no rule and waits forever; A1 (same key) may not overtake it,
-    # so its pair with B0 is dropped; B0 waits again, and so must B1 (its key).
-    append_raw(spark, RAW_A, [A(0, 1, "x"), A(1, 1, "c")])
-    append_raw(spark, RAW_B, [B(0, 50, "c", ref=1, name="new"), B(1, 50, "u", ref=1, name="paid")])
+    # A0 waits for a partner that never comes (id 7); A1 (same key) may not
+    # overtake it, so its pair with B0 is dropped; B0 waits again, and so must
+    # B1 (its key). Key 2's chain is not held back by that cascade: it drains
+    # in this one run.
+    append_raw(spark, RAW_A, [A(0, 1, "c", id=7), A(1, 1, "c", id=1),
+                              A(2, 2, "c"), A(3, 2, "u"), A(4, 2, "u"), A(5, 2, "u")])
+    append_raw(spark, RAW_B, [B(0, 50, "c", ref=1, name="new"), B(1, 50, "u", ref=1, name="paid"),
+                              B(2, 60, "c", ref=2, name="new")])
     etl.run(OUT)
-    assert outs(etl) == []
-    assert done(etl) == {}
+    assert outs(etl) == [(0, 2, {"id": 2, "status": "new"}), (1, 2, {"id": 2}), (2, 2, {"id": 2}), (3, 2, {"id": 2})]
+    assert done(etl) == {("etlcOrdA", n): "processed" for n in (2, 3, 4, 5)} | {("etlcOrdB", 2): "processed"}
+
+
+def test_records_no_rule_can_take_are_skipped_and_never_hold_their_key_back(tables, project, spark):
+    etl = project({"order.yml": transform()})
+    # Debezium's life of a row: created (paired with its status), updated,
+    # deleted (no rule takes A's deletes here), its tombstone, created again.
+    append_raw(spark, RAW_A, [A(0, 1, "c"), A(1, 1, "u"), A(2, 1, "d"), A(3, 1, None), A(4, 1, "c")])
+    append_raw(spark, RAW_B, [B(0, 50, "c", ref=1, name="new"), B(1, 50, "u", ref=1, name="paid"),
+                              B(2, 51, "c", ref=1, name="again"), B(3, 51, None, ref=None, name=None)])
+    etl.run(OUT)  # one run drains it all
+    assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1}),
+                         (2, 1, {"id": 1, "status": "paid"}), (3, 1, {"id": 1, "status": "again"})]
+    assert done(etl) == {("etlcOrdA", 0): "processed", ("etlcOrdA", 1): "processed", ("etlcOrdA", 2): "skipped",
+                         ("etlcOrdA", 3): "skipped", ("etlcOrdA", 4): "processed", ("etlcOrdB", 0): "processed",
+                         ("etlcOrdB", 1): "processed", ("etlcOrdB", 2): "processed", ("etlcOrdB", 3): "skipped"}
+    cursors = {}
+    for r in etl.rows(OUT, "kind = 'cursor'"):
+        cursors[r.kafka.topic] = max(cursors.get(r.kafka.topic, -1), r.kafka.offset)
+    assert cursors == {"etlcOrdA": 5, "etlcOrdB": 4, "etlcOrdOut": 4}
+    assert etl.pending(OUT) == []
 
 
 def test_expired_records_get_done_rows_and_free_their_key_and_the_cursor(tables, project, spark):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler import compile_transforms, write_outputs
+from compiler import compile_transforms, transform_files, write_outputs
 from compiler.spec import TransformError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def model_sql(tmp_path: Path, text: str) -> str:
 
 
 def test_committed_models_are_what_the_compiler_writes_now():
-    files = compile_transforms(sorted((ROOT / "transforms").glob("*.yml")), ROOT)
+    files = compile_transforms(transform_files(ROOT), ROOT)
     assert files, "no transforms compiled"
     for f in files:
         committed = ROOT / f.path
@@ -152,8 +152,27 @@ def test_expire_after_takes_offsets_or_a_duration(tmp_path):
     text = GOOD.replace("  - {topic: A, table: raw_a}", "  - {topic: A, table: raw_a, expire-after: 1000}")
     text = text.replace("  - {topic: B, table: raw_b}", "  - {topic: B, table: raw_b, expire-after: 30m}")
     sql = model_sql(tmp_path, text)
-    assert "{'cte': 'a', 'expire_after': {'offsets': 1000}}" in sql
-    assert "{'cte': 'b', 'expire_after': {'seconds': 1800.0}}" in sql
+    assert "{'cte': 'a', 'expire_after': {'offsets': 1000}," in sql
+    assert "{'cte': 'b', 'expire_after': {'seconds': 1800.0}," in sql
+
+
+def test_each_input_says_which_records_a_rule_could_take(tmp_path):
+    import sqlglot
+
+    sql = model_sql(tmp_path, GOOD)
+    takeable = [line.split("'takeable': ")[1].rstrip("},")[1:-1] for line in sql.splitlines() if "'takeable'" in line]
+    # A: only the denorm's left side (its where, and a join key to pair on); B: the denorm's right
+    # side or the stateless rule. Anything else (a tombstone, a delete) no rule can take: skipped.
+    expected = [
+        "coalesce(value.op in ('c', 'r') and in_record.value.after.id is not null, false)",
+        "coalesce((value.op in ('c', 'r') and in_record.value.after.a_id is not null) or value.op = 'u', false)",
+    ]
+    def same(sql_text):
+        tree = sqlglot.parse_one(sql_text, read="spark")
+        for paren in list(tree.find_all(sqlglot.exp.Paren)):  # grouping as written is not the point
+            paren.replace(paren.this)
+        return tree.sql(dialect="spark", normalize=True, identify=True)
+    assert [same(t) for t in takeable] == [same(e) for e in expected]
 
 
 @pytest.mark.parametrize("bad", ["-5", "0", "soon", "10 parsecs", "true"])
