@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo test jars venv postgres bench-deps up up-connect down clean
+.PHONY: setup demo demo-postgres test jars venv postgres bench-deps up up-connect down clean
 
 setup: venv jars postgres
 
@@ -60,6 +60,10 @@ down:
 
 demo: setup
 	bash demo/invoices/run.sh
+
+# The invoices demo through real PostgreSQL, Debezium and the JDBC sink (README "Connecting Debezium").
+demo-postgres: setup
+	bash demo/postgres/run.sh
 
 test: setup
 	$(BIN)/pytest

@@ -9,7 +9,6 @@ hold what PostgreSQL holds.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 from decimal import Decimal
