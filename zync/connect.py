@@ -151,6 +151,10 @@ class Connect:
                             "(`zync up --connect`)?") from None
         return json.loads(text) if text.strip() else None
 
+    def plugins(self) -> set[str]:
+        """Classes of the connectors, converters and transforms the worker found on its plugin.path."""
+        return {p["class"] for p in self._call("GET", "/connector-plugins?connectorsOnly=false")}
+
     def connectors(self) -> list[str]:
         return self._call("GET", "/connectors")
 
