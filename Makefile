@@ -6,9 +6,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo test jars venv bench-deps up down clean
+.PHONY: setup demo demo-postgres test jars venv postgres bench-deps up up-connect down clean
 
-setup: venv jars
+setup: venv jars postgres
+
+# PostgreSQL for Debezium (`zync up --connect`, tests/debezium): Debian's
+# `postgresql` package, installed only when no server binary is there (a
+# second run only checks). As root it runs apt-get itself; otherwise through
+# sudo when available, else it says what to run.
+PG_SERVER := $(firstword $(wildcard /usr/lib/postgresql/*/bin/postgres))
+postgres:
+ifeq ($(PG_SERVER),)
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO=sudo; else \
+	  echo "PostgreSQL is missing: run 'apt-get update && apt-get install -y postgresql' as root" >&2; exit 1; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null
+	@test -n "$$(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null)" || { echo "installing postgresql gave no /usr/lib/postgresql/*/bin/postgres" >&2; exit 1; }
+endif
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -22,7 +35,10 @@ bench-deps: setup
 
 jars: $(LOCAL)/.jars-installed
 APICURIO_VERSION := 3.0.9
-$(LOCAL)/.jars-installed: jvm/pom.xml Makefile
+$(LOCAL)/.jars-installed: jvm/pom.xml $(wildcard jvm/connect/*/pom.xml) Makefile
+	@# copy-dependencies never removes a jar: a changed pin must not leave its
+	@# old version beside the new one on Connect's plugin.path.
+	rm -rf $(LOCAL)/connect
 	mvn --quiet --batch-mode -f jvm/pom.xml package
 	@# Apicurio 3.0.9's parent pom is missing from Maven Central, which every
 	@# resolving goal refuses; dependency:get without transitives still fetches
@@ -36,11 +52,18 @@ $(LOCAL)/.jars-installed: jvm/pom.xml Makefile
 up: setup
 	$(BIN)/zync up
 
+up-connect: setup
+	$(BIN)/zync up --connect
+
 down:
 	$(BIN)/zync down
 
 demo: setup
 	bash demo/invoices/run.sh
+
+# The invoices demo through real PostgreSQL, Debezium and the JDBC sink (README "Connecting Debezium").
+demo-postgres: setup
+	bash demo/postgres/run.sh
 
 test: setup
 	$(BIN)/pytest

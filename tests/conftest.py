@@ -21,6 +21,9 @@ os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 os.environ["ZYNC_STATE_DIR"] = str(TEST_STATE)
 os.environ.setdefault("ZYNC_KAFKA_PORT", "29092")
 os.environ.setdefault("ZYNC_REGISTRY_PORT", "28081")
+# PostgreSQL and Kafka Connect (tests/debezium), away from a user's own `zync up --connect`.
+os.environ.setdefault("ZYNC_POSTGRES_PORT", "25432")
+os.environ.setdefault("ZYNC_CONNECT_PORT", "28083")
 os.environ["ZYNC_TARGET"] = "local"
 # The invoices demo's models are the suite's subjects; a user's run leaves them off (test_user_project).
 os.environ["ZYNC_DEMO"] = "true"

@@ -19,7 +19,7 @@ def _target(args: argparse.Namespace):
 def cmd_up(args: argparse.Namespace) -> None:
     from zync import services
 
-    for line in services.up(_target(args)):
+    for line in services.up(_target(args), connect=args.connect):
         print(line)
 
 
@@ -33,7 +33,7 @@ def cmd_down(args: argparse.Namespace) -> None:
 def cmd_status(args: argparse.Namespace) -> None:
     from zync import services
 
-    for line in services.status(_target(args)):
+    for line in services.status(_target(args), connect=args.connect):
         print(line)
 
 
@@ -130,9 +130,14 @@ def parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
         return p
 
-    verb("up", cmd_up, "start the embedded Kafka broker and schema registry on loopback (no-op if running)")
-    verb("down", cmd_down, "stop the embedded Kafka broker and schema registry")
-    verb("status", cmd_status, "show the embedded Kafka broker and schema registry")
+    p = verb("up", cmd_up, "start the embedded Kafka broker and schema registry on loopback (no-op if running)")
+    p.add_argument("--connect", action="store_true",
+                   help="also start PostgreSQL ($ZYNC_POSTGRES_PORT, default 15432) and a Kafka Connect worker "
+                        "with Debezium ($ZYNC_CONNECT_PORT, default 18083); see README 'Connecting Debezium'")
+    verb("down", cmd_down, "stop the embedded services (Kafka, registry, and PostgreSQL and Connect if running)")
+    p = verb("status", cmd_status, "show the embedded Kafka broker and schema registry (and PostgreSQL and Connect)")
+    p.add_argument("--connect", action="store_true",
+                   help="list PostgreSQL and Connect even if they were never started here")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

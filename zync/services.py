@@ -1,6 +1,7 @@
-"""`zync up / down / status`: the embedded single-node KRaft broker and Apicurio Registry.
+"""`zync up / down / status`: the embedded single-node KRaft broker and Apicurio Registry,
+and with `--connect` PostgreSQL and a Kafka Connect worker with Debezium.
 
-Both run as detached JVMs on loopback, with their data, logs and pid files
+All run as detached processes on loopback, with their data, logs and pid files
 under the state folder, so that they outlive the command that started them.
 """
 
@@ -13,7 +14,8 @@ import socket
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import urlopen
@@ -32,6 +34,13 @@ class Service:
     port: int
     command: list[str]
     cwd: Path
+    # Services other than the broker and the registry bring their own set-up
+    # (config files, initdb), readiness check, user to run as and stop signal.
+    prepare: Callable[[], None] | None = field(default=None, compare=False)
+    ready: Callable[[], bool] | None = field(default=None, compare=False)
+    user: str | None = None
+    stop_signal: int = signal.SIGTERM
+    env_var: str = ""
 
     @property
     def folder(self) -> Path:
@@ -49,11 +58,21 @@ class Service:
         """The pid of the running service, or None (a stale pid file is removed)."""
         try:
             pid = int(self.pid_file.read_text())
+            _reap(pid)
             os.kill(pid, 0)
             return pid
         except (FileNotFoundError, ValueError, ProcessLookupError):
             self.pid_file.unlink(missing_ok=True)
             return None
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit of a service this process started (tests do), which would otherwise
+    linger as a zombie that still answers os.kill(pid, 0)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not our child: `zync up` ran in another process
 
 
 def _port_of(address: str) -> int:
@@ -189,6 +208,8 @@ def _ensure_scram_user(service: Service) -> None:
 
 
 def _answers(service: Service) -> bool:
+    if service.ready is not None:
+        return service.ready()
     if service.name == "registry":
         try:
             with urlopen(f"http://{LOOPBACK}:{service.port}/apis/ccompat/v7/subjects", timeout=2) as r:
@@ -213,10 +234,13 @@ def _start(service: Service) -> None:
     service.folder.mkdir(parents=True, exist_ok=True)
     if service.name == "kafka":
         _write_kafka_config(service)
+    if service.prepare is not None:
+        service.prepare()
     with open(service.folder / "stdout.log", "ab") as out:
         process = subprocess.Popen(
             service.command, cwd=service.cwd, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
+            user=service.user, group=service.user,
         )
     service.pid_file.write_text(str(process.pid))
 
@@ -241,33 +265,60 @@ def services(target: Target) -> list[Service]:
     return [kafka_service(target), registry_service(target)]
 
 
-def up(target: Target) -> list[str]:
-    """Start what is not running, wait until everything answers; return status lines."""
-    started = []
-    for service in services(target):
-        if service.pid() is None:
-            if _answers(service):
-                raise ZyncError(
-                    f"something else already listens on {LOOPBACK}:{service.port}; stop it or "
-                    f"choose another port (ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT)"
-                )
-            _start(service)
-            started.append(service)
-    for service in started:
-        _wait(service)
-        if service.name == "kafka":
-            _ensure_scram_user(service)
-    return status(target)
+def connect_services(target: Target) -> list[Service]:
+    """PostgreSQL and the Kafka Connect worker (`zync up --connect`), in start order."""
+    from zync import connect_worker, postgres
+
+    return [postgres.service(), connect_worker.service(target)]
 
 
-def down(target: Target) -> list[str]:
+def _all(target: Target, connect: bool) -> list[Service]:
+    """The services to act on: the broker and registry, and PostgreSQL and Connect when asked
+    for or when they were ever started here (their state folder exists)."""
+    base = services(target)
+    extra = connect_services(target)
+    if not connect:
+        extra = [s for s in extra if s.folder.exists()]
+    return base + extra
+
+
+def up(target: Target, connect: bool = False) -> list[str]:
+    """Start what is not running, wait until everything answers; return status lines.
+
+    Connect starts last: its worker needs the broker for its config, offset and status topics.
+    """
+    wanted = services(target) + (connect_services(target) if connect else [])
+    phases = [[s for s in wanted if s.name != "connect"], [s for s in wanted if s.name == "connect"]]
+    for phase in phases:
+        started = []
+        for service in phase:
+            if service.pid() is None:
+                if _answers(service):
+                    raise ZyncError(
+                        f"something else already listens on {LOOPBACK}:{service.port}; stop it or "
+                        f"choose another port ({service.env_var or 'ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT'})"
+                    )
+                _start(service)
+                started.append(service)
+        for service in started:
+            _wait(service)
+            if service.name == "kafka":
+                _ensure_scram_user(service)
+    return status(target, connect)
+
+
+def down(target: Target, only: set[str] | None = None) -> list[str]:
+    """Stop every service that runs (or those named in `only`), Connect first (it still needs the
+    broker to stop cleanly)."""
     lines = []
-    for service in services(target):
+    for service in reversed(_all(target, connect=False)):
+        if only is not None and service.name not in only:
+            continue
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running")
             continue
-        os.killpg(pid, signal.SIGTERM)
+        os.killpg(pid, service.stop_signal)
         deadline = time.monotonic() + 30
         while service.pid() is not None and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -275,12 +326,12 @@ def down(target: Target) -> list[str]:
             os.killpg(pid, signal.SIGKILL)
         service.pid_file.unlink(missing_ok=True)
         lines.append(f"{service.name}: stopped (pid {pid})")
-    return lines
+    return list(reversed(lines))
 
 
-def status(target: Target) -> list[str]:
+def status(target: Target, connect: bool = False) -> list[str]:
     lines = []
-    for service in services(target):
+    for service in _all(target, connect):
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running (port {service.port})")

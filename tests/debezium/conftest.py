@@ -1,0 +1,128 @@
+"""Real Debezium: PostgreSQL and a Kafka Connect worker, started ONCE for this package, beside the
+session's broker and registry (tests/conftest.py).
+
+The `debezium` fixture is the toolbox for tests on real connectors: psql, fresh databases,
+source and sink connectors (start, stop, resume, restart, delete), waiting for N records on a
+topic, ingesting a topic with `zync from-kafka` until it holds N records. Databases and topics are
+named dbz_* so that these tests share a session with everyone else's.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from zync import connect, kafka_client, postgres, services
+from zync.config import Target
+
+CONNECT_SERVICES = {"postgres", "connect"}
+
+
+class Debezium:
+    def __init__(self, target: Target):
+        self.target = target
+        self.connect = connect.Connect()
+        self.connectors: list[str] = []
+        self.databases: list[str] = []
+
+    # PostgreSQL
+    def psql(self, sql: str, database: str) -> str:
+        return postgres.psql(sql, database)
+
+    def query(self, sql: str, database: str) -> list[dict[str, Any]]:
+        return postgres.query(sql, database)
+
+    def database(self, name: str) -> str:
+        """A new empty database (dropped first if an earlier run left it)."""
+        postgres.drop_database(name)
+        postgres.ensure_database(name)
+        self.databases.append(name)
+        return name
+
+    # Connectors
+    def source(self, name: str, database: str, tables: list[str], topic_prefix: str, **overrides: str) -> dict:
+        """Start a Debezium PostgreSQL source and wait until its task runs."""
+        config = connect.postgres_source(self.target, name, database, tables, topic_prefix, **overrides)
+        self.connectors.append(name)
+        return self.connect.run(name, config)
+
+    def sink(self, name: str, topics: list[str], database: str, **overrides: str) -> dict:
+        """Start a Debezium JDBC sink and wait until its task runs."""
+        config = connect.jdbc_sink(self.target, name, topics, database, **overrides)
+        self.connectors.append(name)
+        return self.connect.run(name, config)
+
+    def stop(self, name: str) -> None:
+        self.connect.stop(name)
+        self.connect.wait(name, "STOPPED")
+
+    def resume(self, name: str) -> None:
+        self.connect.resume(name)
+        self.connect.wait(name, "RUNNING")
+
+    def restart(self, name: str) -> None:
+        self.connect.restart(name)
+        self.connect.wait(name, "RUNNING")
+
+    def delete(self, name: str) -> None:
+        self.connect.delete(name)
+        if name in self.connectors:
+            self.connectors.remove(name)
+
+    # Kafka
+    def count(self, topic: str) -> int:
+        """Records in a topic (all partitions; nothing is deleted by retention in a test)."""
+        if not kafka_client.topic_exists(self.target, topic):
+            return 0
+        return sum(kafka_client.high_water_marks(self.target, topic).values())
+
+    def wait_records(self, topic: str, n: int, timeout_s: float = 90.0) -> int:
+        """Wait until `topic` holds at least n records; fail with a clear message (and the connectors'
+        states) if it does not within the timeout. Returns the count, which may exceed n."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            count = self.count(topic)
+            if count >= n or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        if count < n:
+            states = {c: self.connect.status(c) for c in self.connectors}
+            raise AssertionError(f"{topic} holds {count} records, not {n}, after {timeout_s:.0f}s; "
+                                 f"connectors: {states}")
+        return count
+
+    def ingest(self, topic: str, table: str, n: int, rounds: int = 5) -> int:
+        """`zync from-kafka` in this process until the raw table has taken the topic's first n records."""
+        from ingest.from_kafka import Ingest
+        from ingest.progress import IngestProgress
+
+        landed = 0
+        for _ in range(rounds):
+            landed += Ingest(self.target, [topic], table=table,
+                             progress=IngestProgress(live=False, stream=sys.stderr)).run(exit_after=3.0)
+            if landed >= n:
+                break
+        return landed
+
+    def cleanup(self) -> None:
+        for name in list(self.connectors):
+            self.delete(name)
+        for name in self.databases:
+            postgres.drop_database(name)
+
+
+@pytest.fixture(scope="package")
+def debezium(target):
+    """PostgreSQL and Connect for this package; stopped after it (the broker and registry stay)."""
+    started = time.monotonic()
+    services.up(target, connect=True)
+    print(f"\nPostgreSQL and Kafka Connect up in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    env = Debezium(target)
+    yield env
+    try:
+        env.cleanup()
+    finally:
+        services.down(target, only=CONNECT_SERVICES)

@@ -1,0 +1,216 @@
+"""PostgreSQL for Debezium: Debian's server, run by zync on loopback with its data under the state folder.
+
+`make setup` installs Debian's `postgresql` package when its binaries are missing.
+zync runs its own cluster (never Debian's `main` cluster): `initdb` into
+<state>/postgres/data, then `postgres` with `wal_level=logical`, listening on
+127.0.0.1:$ZYNC_POSTGRES_PORT only, without a Unix socket. PostgreSQL refuses to
+run as root, so when zync runs as root (containers, CI) the server runs as
+Debian's `postgres` user and owns its data folder; otherwise as the caller.
+Clients log in as the superuser `zync` with a password generated at initdb
+and kept in <state>/postgres/password (mode 0600).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from decimal import Decimal
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from zync.config import state_dir
+from zync.errors import ZyncError
+
+LOOPBACK = "127.0.0.1"
+USER = "zync"
+DEFAULT_PORT = 15432
+PORT_ENV = "ZYNC_POSTGRES_PORT"
+# Debian's layout: /usr/lib/postgresql/<major>/bin. ZYNC_POSTGRES_BIN overrides it.
+DEBIAN_ROOT = Path("/usr/lib/postgresql")
+# Enough for a few source connectors per test run (one slot and one WAL sender each).
+SETTINGS = {
+    "listen_addresses": LOOPBACK,
+    "unix_socket_directories": "",
+    "wal_level": "logical",
+    "max_replication_slots": "20",
+    "max_wal_senders": "20",
+    "max_connections": "100",
+    # A throwaway dev/test database: losing the last transactions in a crash is acceptable.
+    "synchronous_commit": "off",
+    "log_min_messages": "warning",
+}
+
+
+def port() -> int:
+    return int(os.environ.get(PORT_ENV, str(DEFAULT_PORT)))
+
+
+def folder() -> Path:
+    return state_dir() / "postgres"
+
+
+def data_dir() -> Path:
+    return folder() / "data"
+
+
+def bin_dir() -> Path:
+    explicit = os.environ.get("ZYNC_POSTGRES_BIN")
+    if explicit:
+        return Path(explicit)
+    versions = sorted((p for p in DEBIAN_ROOT.glob("*/bin") if (p / "postgres").exists()),
+                      key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    if not versions:
+        raise ZyncError(f"PostgreSQL is not installed (no {DEBIAN_ROOT}/<version>/bin/postgres): run `make setup`, "
+                        "which installs Debian's `postgresql` package, or set ZYNC_POSTGRES_BIN to its bin folder")
+    return versions[-1]
+
+
+def run_as() -> str | None:
+    """The user the server runs as: Debian's `postgres` when we are root, else ourselves (None)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        import pwd
+
+        pwd.getpwnam("postgres")
+    except KeyError:
+        raise ZyncError("zync runs as root, PostgreSQL refuses to, and there is no `postgres` user to run it as: "
+                        "install Debian's `postgresql` package (`make setup`) or run zync as a normal user") from None
+    return "postgres"
+
+
+def password() -> str:
+    path = folder() / "password"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        raise ZyncError(f"PostgreSQL has no password file at {path}: start it with `zync up --connect`") from None
+
+
+def _chown(path: Path, user: str | None) -> None:
+    if user is not None:
+        shutil.chown(path, user, user)
+
+
+def prepare() -> None:
+    """initdb on first start: the data folder owned by the server's user, superuser `zync` with a new password."""
+    data = data_dir()
+    if (data / "PG_VERSION").exists():
+        return
+    user = run_as()
+    folder().mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(data, ignore_errors=True)  # a half-done earlier initdb
+    data.mkdir(mode=0o700)
+    _chown(data, user)
+    secret = secrets.token_urlsafe(24)
+    pw_path = folder() / "password"
+    pw_path.write_text(secret + "\n")
+    pw_path.chmod(0o600)
+    # initdb reads the password as the server's user: a file of its own, removed after.
+    pwfile = folder() / "initdb-pwfile"
+    pwfile.write_text(secret + "\n")
+    pwfile.chmod(0o600)
+    _chown(pwfile, user)
+    try:
+        result = subprocess.run(
+            [str(bin_dir() / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={pwfile}",
+             "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C.UTF-8"],
+            capture_output=True, text=True, user=user, group=user, cwd="/",
+        )
+    finally:
+        pwfile.unlink(missing_ok=True)
+    if result.returncode != 0:
+        shutil.rmtree(data, ignore_errors=True)
+        hint = (f" (the `{user}` user must be able to reach {data}: every folder above it needs o+x)"
+                if user else "")
+        raise ZyncError(f"initdb into {data} failed{hint}: {(result.stdout + result.stderr).strip()[-600:]}")
+
+
+def command() -> list[str]:
+    settings = [arg for key, value in {**SETTINGS, "port": str(port())}.items() for arg in ("-c", f"{key}={value}")]
+    return [str(bin_dir() / "postgres"), "-D", str(data_dir()), *settings]
+
+
+def ready() -> bool:
+    try:
+        result = subprocess.run([str(bin_dir() / "pg_isready"), "-q", "-h", LOOPBACK, "-p", str(port())],
+                                capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def service():
+    from zync.services import Service
+
+    return Service(
+        name="postgres", port=port(), command=command() if _installed() else ["false"], cwd=Path("/"),
+        prepare=prepare, ready=ready, user=run_as() if _installed() else None,
+        # SIGINT is PostgreSQL's fast shutdown; SIGTERM (smart) would wait for
+        # Debezium's replication connections to go away.
+        stop_signal=signal.SIGINT, env_var=PORT_ENV,
+    )
+
+
+def _installed() -> bool:
+    try:
+        bin_dir()
+        return True
+    except ZyncError:
+        return False
+
+
+def _client_env() -> dict[str, str]:
+    return {**os.environ, "PGPASSWORD": password(), "PGCONNECT_TIMEOUT": "10"}
+
+
+def psql(sql: str, database: str = "postgres", *, quiet: bool = True) -> str:
+    """Run SQL (one or several statements) with psql, stop at the first error; return its unaligned output."""
+    args = [str(bin_dir() / "psql"), "-X", "-h", LOOPBACK, "-p", str(port()), "-U", USER, "-d", database,
+            "-v", "ON_ERROR_STOP=1", "-A", "-t", "-f", "-"]
+    if quiet:
+        args.insert(1, "-q")
+    result = subprocess.run(args, input=sql, capture_output=True, text=True, env=_client_env())
+    if result.returncode != 0:
+        raise ZyncError(f"psql on database {database!r} at {LOOPBACK}:{port()} failed: {result.stderr.strip()}\n"
+                        f"    SQL: {sql.strip()[:500]}")
+    return result.stdout
+
+
+def query(sql: str, database: str = "postgres") -> list[dict]:
+    """The rows of one SELECT as dicts, through PostgreSQL's own JSON rendering of each value
+    (numbers as Decimal, so numeric keeps every digit)."""
+    out = psql(f"select coalesce(json_agg(q), '[]'::json) from ({sql.rstrip().rstrip(';')}) q", database)
+    return json.loads(out, parse_float=Decimal)
+
+
+def database_exists(name: str) -> bool:
+    return bool(query(f"select 1 from pg_database where datname = '{name}'"))
+
+
+def ensure_database(name: str) -> None:
+    if not database_exists(name):
+        psql(f'create database "{name}"')
+
+
+def drop_database(name: str, timeout_s: float = 30.0) -> None:
+    """Drop a database and its replication slots. A slot still held by a (deleted) connector's
+    WAL sender is released by ending that backend first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        slots = query(f"select slot_name, active_pid from pg_replication_slots where database = '{name}'")
+        try:
+            for slot in slots:
+                if slot["active_pid"] is not None:
+                    psql(f"select pg_terminate_backend({int(slot['active_pid'])})")
+                psql(f"select pg_drop_replication_slot('{slot['slot_name']}')")
+            break
+        except ZyncError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    psql(f'drop database if exists "{name}" with (force)')
