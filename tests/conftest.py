@@ -1,8 +1,9 @@
-"""One broker, one registry and one SparkSession for the whole test session.
+"""One broker, one registry, one catalog and one SparkSession for the whole test session.
 
 The tests get their own state folder and ports, so they never touch the
-demo's data, and run dbt in-process so that it shares the test session's
-SparkSession (the embedded Derby metastore admits one process at a time).
+demo's data. dbt runs in-process (sharing the test session's SparkSession,
+which saves a JVM per run); other processes (tests/catalog/) reach the same
+tables through the shared catalog.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 os.environ["ZYNC_STATE_DIR"] = str(TEST_STATE)
 os.environ.setdefault("ZYNC_KAFKA_PORT", "29092")
 os.environ.setdefault("ZYNC_REGISTRY_PORT", "28081")
+os.environ.setdefault("ZYNC_CATALOG_PORT", "21527")
 os.environ["ZYNC_TARGET"] = "local"
 
 

@@ -129,9 +129,10 @@ def parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
         return p
 
-    verb("up", cmd_up, "start the embedded Kafka broker and schema registry on loopback (no-op if running)")
-    verb("down", cmd_down, "stop the embedded Kafka broker and schema registry")
-    verb("status", cmd_status, "show the embedded Kafka broker and schema registry")
+    verb("up", cmd_up, "start the embedded Kafka broker, schema registry and catalog on loopback "
+                       "(no-op if running)")
+    verb("down", cmd_down, "stop the embedded Kafka broker, schema registry and catalog")
+    verb("status", cmd_status, "show the embedded Kafka broker, schema registry and catalog")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

@@ -1,7 +1,9 @@
-"""`zync up / down / status`: the embedded single-node KRaft broker and Apicurio Registry.
+"""`zync up / down / status`: the embedded single-node KRaft broker, Apicurio Registry and catalog.
 
-Both run as detached JVMs on loopback, with their data, logs and pid files
+All run as detached JVMs on loopback, with their data, logs and pid files
 under the state folder, so that they outlive the command that started them.
+The catalog is Apache Derby's network server holding the Hive metastore
+database that every Spark process of the local target shares.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Service:
     port: int
     command: list[str]
     cwd: Path
+    data: Path | None = None  # where its data lives, if not in its folder
 
     @property
     def folder(self) -> Path:
@@ -106,6 +109,37 @@ def registry_service(target: Target) -> Service:
             "-jar", str(jars[-1]),
         ],
         cwd=jars[-1].parent,
+    )
+
+
+def catalog_service(target: Target) -> Service | None:
+    """Derby's network server for the metastore database the target's Spark reaches over JDBC (None: no such URL)."""
+    address = target.catalog_address
+    if address is None:
+        return None
+    host, port = address
+    if host not in (LOOPBACK, "localhost"):
+        raise ZyncError(f"the embedded catalog runs on loopback only, but the target points at {host}:{port}")
+    jars = local_dir() / "jars" / "derby"
+    if not any(jars.glob("derbynet-*.jar")):
+        raise ZyncError(f"Apache Derby is not installed under {jars}: run `make setup`")
+    folder = state_dir() / "catalog"
+    return Service(
+        name="catalog",
+        port=port,
+        command=[
+            _java(), "-Xmx256m",
+            # The database `metastore_db` is then <state>/metastore_db: where an
+            # embedded Spark metastore of earlier versions kept it, served as is.
+            f"-Dderby.system.home={state_dir()}",
+            f"-Dderby.stream.error.file={folder / 'catalog.log'}",
+            "-cp", str(jars / "*"),
+            "org.apache.derby.drda.NetworkServerControl", "start", "-h", LOOPBACK, "-p", str(port),
+            # Loopback only; Java 17 deprecates the security manager Derby would install.
+            "-noSecurityManager",
+        ],
+        cwd=folder,
+        data=state_dir() / "metastore_db",
     )
 
 
@@ -189,6 +223,8 @@ def _ensure_scram_user(service: Service) -> None:
 
 
 def _answers(service: Service) -> bool:
+    if service.name == "catalog":
+        return catalog_answers(LOOPBACK, service.port)
     if service.name == "registry":
         try:
             with urlopen(f"http://{LOOPBACK}:{service.port}/apis/ccompat/v7/subjects", timeout=2) as r:
@@ -206,6 +242,15 @@ def _answers(service: Service) -> bool:
         AdminClient({"bootstrap.servers": f"{LOOPBACK}:{service.port}"}).list_topics(timeout=5)
         return True
     except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+        return False
+
+
+def catalog_answers(host: str, port: int) -> bool:
+    """Whether the catalog's Derby server accepts connections (it listens once it is ready)."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
         return False
 
 
@@ -238,18 +283,23 @@ def _wait(service: Service) -> None:
 def services(target: Target) -> list[Service]:
     if target.name != "local":
         raise ZyncError(f"zync up/down/status manage the embedded services of target 'local', not {target.name!r}")
-    return [kafka_service(target), registry_service(target)]
+    catalog = catalog_service(target)
+    return [kafka_service(target), registry_service(target), *([catalog] if catalog else [])]
 
 
-def up(target: Target) -> list[str]:
-    """Start what is not running, wait until everything answers; return status lines."""
+def _chosen(target: Target, names: list[str] | None) -> list[Service]:
+    return [s for s in services(target) if names is None or s.name in names]
+
+
+def up(target: Target, names: list[str] | None = None) -> list[str]:
+    """Start what is not running (of `names`, default all), wait until it answers; return status lines."""
     started = []
-    for service in services(target):
+    for service in _chosen(target, names):
         if service.pid() is None:
             if _answers(service):
                 raise ZyncError(
                     f"something else already listens on {LOOPBACK}:{service.port}; stop it or "
-                    f"choose another port (ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT)"
+                    f"choose another port (ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT / ZYNC_CATALOG_PORT)"
                 )
             _start(service)
             started.append(service)
@@ -260,9 +310,9 @@ def up(target: Target) -> list[str]:
     return status(target)
 
 
-def down(target: Target) -> list[str]:
+def down(target: Target, names: list[str] | None = None) -> list[str]:
     lines = []
-    for service in services(target):
+    for service in _chosen(target, names):
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running")
@@ -286,5 +336,5 @@ def status(target: Target) -> list[str]:
             lines.append(f"{service.name}: not running (port {service.port})")
         else:
             state = "up" if _answers(service) else "starting"
-            lines.append(f"{service.name}: {state} on {LOOPBACK}:{service.port} (pid {pid}, data {service.folder})")
+            lines.append(f"{service.name}: {state} on {LOOPBACK}:{service.port} (pid {pid}, data {service.data or service.folder})")
     return lines
