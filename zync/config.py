@@ -142,16 +142,21 @@ class Target:
 
     @property
     def catalog_address(self) -> tuple[str, int] | None:
-        """(host, port) of the catalog's database server when the metastore is reached over the network
-        (`jdbc:derby://host:port/...`, the local target's shared catalog); None otherwise."""
-        url = self.spark_conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
-        prefix = "jdbc:derby://"
-        if not url.startswith(prefix):
-            return None
-        host, _, port = url[len(prefix):].split("/", 1)[0].rpartition(":")
-        if not port.isdigit():
-            raise ZyncError(f"the catalog URL {url} names no port (jdbc:derby://HOST:PORT/DATABASE)")
-        return host, int(port)
+        """(host, port) of the catalog server the target's Spark reaches its metastore at, or None."""
+        return catalog_address(self.spark_conf)
+
+
+def catalog_address(spark_conf: dict[str, Any]) -> tuple[str, int] | None:
+    """(host, port) of the catalog's database server when the metastore is reached over the network
+    (`jdbc:derby://host:port/...`, the local target's shared catalog); None otherwise."""
+    url = str(spark_conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", ""))
+    prefix = "jdbc:derby://"
+    if not url.startswith(prefix):
+        return None
+    host, _, port = url[len(prefix):].split("/", 1)[0].rpartition(":")
+    if not port.isdigit():
+        raise ZyncError(f"the catalog URL {url} names no port (jdbc:derby://HOST:PORT/DATABASE)")
+    return host, int(port)
 
 
 _JAVA_PATH_OPTIONS = ("-Dlog4j.configurationFile=", "-Dderby.system.home=")

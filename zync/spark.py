@@ -12,8 +12,8 @@ class CatalogDownError(ZyncError):
     """The target's catalog server does not accept connections."""
 
 
-def check_catalog(target: Target) -> None:
-    """Fail early and clearly when the target's shared catalog is not running.
+def check_catalog(address: tuple[str, int] | None) -> None:
+    """Fail early and clearly when the shared catalog at `address` (None: no catalog server) is not running.
 
     Without this, Spark's Hive client retries for half a minute and then fails
     with "Unable to instantiate SessionHiveMetaStoreClient", naming neither
@@ -21,7 +21,6 @@ def check_catalog(target: Target) -> None:
     """
     from zync.services import catalog_answers
 
-    address = target.catalog_address
     if address is not None and not catalog_answers(*address):
         host, port = address
         raise CatalogDownError(f"the catalog at {host}:{port} does not answer: run `zync up`")
@@ -39,7 +38,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
             f"target {target.name!r} uses dbt method {target.dbt_output.get('method')!r}; zync's jobs "
             "run Spark in-process, so submit them to the cluster with spark-submit and ZYNC_TARGET set"
         )
-    check_catalog(target)
+    check_catalog(target.catalog_address)
     # The local target is loopback only, like the embedded services.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName("zync").enableHiveSupport()

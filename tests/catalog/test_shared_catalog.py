@@ -73,17 +73,20 @@ def test_status_shows_the_catalog(target):
     assert line.endswith("metastore_db)")
 
 
-def test_without_the_catalog_a_job_says_to_start_it():
+def test_without_the_catalog_a_job_and_dbt_say_to_start_it():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "ZYNC_CATALOG_PORT": str(port)}
-    started = time.monotonic()
-    result = subprocess.run([str(BIN / "zync"), "from-kafka", "--topic", "catalog_absent", "--exit-after", "1s"],
-                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1
-    assert f"the catalog at 127.0.0.1:{port} does not answer: run `zync up`" in result.stderr
-    assert time.monotonic() - started < 30, "the job should fail before starting Spark"
+    message = f"the catalog at 127.0.0.1:{port} does not answer: run `zync up`"
+    for command in ([str(BIN / "zync"), "from-kafka", "--topic", "catalog_absent", "--exit-after", "1s"],
+                    [str(BIN / "dbt"), "run", "--select", "new_invoices"]):  # dbt: the plugin dbt_zync/
+        started = time.monotonic()
+        result = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert result.returncode != 0
+        assert message in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]
+        # Before starting Spark, whose Hive client would retry for half a minute.
+        assert time.monotonic() - started < 30
 
 
 def test_a_process_ingests_while_this_one_runs_dbt_and_each_sees_the_others_tables(target, spark, tmp_path):
