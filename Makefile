@@ -26,7 +26,8 @@ endif
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[test]'
+	@# compat: the project root goes on sys.path, where dbt finds its plugin dbt_zync/.
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	touch $@
 
 # matplotlib, for bench/etl_history.py's plot; not needed by anything else.

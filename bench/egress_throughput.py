@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local" / "bench-egress-state"
 ENV = {**os.environ, "ZYNC_PROJECT_DIR": str(ROOT), "ZYNC_STATE_DIR": str(STATE),
-       "ZYNC_KAFKA_PORT": "24192", "ZYNC_REGISTRY_PORT": "24181", "ZYNC_TARGET": "local"}
+       "ZYNC_KAFKA_PORT": "24192", "ZYNC_REGISTRY_PORT": "24181", "ZYNC_CATALOG_PORT": "24527", "ZYNC_TARGET": "local"}
 TABLE, TOPIC, CEILING_TOPIC = "bench_egress", "bench_egress_out", "bench_egress_ceiling"
 ZYNC = [str(ROOT / ".venv" / "bin" / "zync")]
 

@@ -15,6 +15,7 @@ Figures go to bench/out/etl_history.json and the plot to bench/etl_history.png.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ OUT_DIR = ROOT / "bench" / "out"
 STATE = OUT_DIR / "state"
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 os.environ["ZYNC_STATE_DIR"] = str(STATE)
+os.environ.setdefault("ZYNC_CATALOG_PORT", os.environ.get("BENCH_CATALOG_PORT", "25527"))
 os.environ["ZYNC_TARGET"] = "local"
 sys.path.insert(0, str(ROOT))
 
@@ -149,12 +151,17 @@ def main() -> None:
     backfill = args.backfill or max(sizes)
 
     from tests.etl.scratch import make_project
+    from zync import services
     from zync.config import load_target
     from zync.spark import spark_session
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
+    target = load_target("local")
+    services.down(target, only={"catalog"})
     shutil.rmtree(STATE, ignore_errors=True)
-    spark = spark_session(load_target("local"))
+    services.up(target, only={"catalog"})  # its own catalog, on its own port
+    atexit.register(services.down, target, ["catalog"])
+    spark = spark_session(target)
     spark.sql("create database if not exists zync")
     project = make_project(Path(tempfile.mkdtemp(prefix="zync-bench-")), spark, {"bench.yml": TRANSFORM})
     project.dbt("parse")

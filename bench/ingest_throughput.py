@@ -39,7 +39,8 @@ OUT = ROOT / "bench" / "out"
 STATE = OUT / "ingest-state"
 os.environ.update({"ZYNC_PROJECT_DIR": str(ROOT), "ZYNC_STATE_DIR": str(STATE),
                    "ZYNC_KAFKA_PORT": os.environ.get("BENCH_KAFKA_PORT", "23192"),
-                   "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "23181"), "ZYNC_TARGET": "local"})
+                   "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "23181"),
+                   "ZYNC_CATALOG_PORT": os.environ.get("BENCH_CATALOG_PORT", "23527"), "ZYNC_TARGET": "local"})
 sys.path.insert(0, str(ROOT))
 
 ROW_FIELDS = [

@@ -13,12 +13,13 @@ project holds two copies of the same hard-delete mirror:
   all ROWS + CHANGES raw records (none of zync's cursor bookkeeping).
 Asserts the two tables hold identical rows, prints both timings and the ratio
 (target: incremental >= 5x faster), and writes bench/out/mirror_merge.json.
-Runs on its own state folder (bench/out/state), so no services are needed.
+Runs on its own state folder (bench/out/state) and catalog (port $BENCH_CATALOG_PORT, default 26527).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 os.environ.setdefault("ZYNC_STATE_DIR", str(OUT / "state"))
 os.environ.setdefault("ZYNC_TARGET", "local")
+os.environ.setdefault("ZYNC_CATALOG_PORT", os.environ.get("BENCH_CATALOG_PORT", "26527"))
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 sys.path.insert(0, str(ROOT))
 
@@ -130,11 +132,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="measure each side this many times, alternating")
     args = parser.parse_args()
 
+    from zync import services
     from zync.config import load_target
     from zync.spark import spark_session
 
     OUT.mkdir(parents=True, exist_ok=True)
-    spark = spark_session(load_target("local"))
+    target = load_target("local")
+    services.up(target, only={"catalog"})  # its own catalog, on its own port
+    atexit.register(services.down, target, ["catalog"])
+    spark = spark_session(target)
     for table in ("bench_mirror", "bench_mirror_rebuild"):
         spark.sql(f"drop table if exists zync.{table}")
     project = scratch_project()

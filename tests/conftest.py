@@ -1,8 +1,9 @@
-"""One broker, one registry and one SparkSession for the whole test session.
+"""One broker, one registry, one catalog and one SparkSession for the whole test session.
 
 The tests get their own state folder and ports, so they never touch the
-demo's data, and run dbt in-process so that it shares the test session's
-SparkSession (the embedded Derby metastore admits one process at a time).
+demo's data. dbt runs in-process (sharing the test session's SparkSession,
+which saves a JVM per run); other processes (tests/catalog/) reach the same
+tables through the shared catalog.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ os.environ.setdefault("ZYNC_REGISTRY_PORT", "28081")
 # PostgreSQL and Kafka Connect (tests/debezium), away from a user's own `zync up --connect`.
 os.environ.setdefault("ZYNC_POSTGRES_PORT", "25432")
 os.environ.setdefault("ZYNC_CONNECT_PORT", "28083")
+# The shared catalog (Derby's network server) of the test session.
+os.environ.setdefault("ZYNC_CATALOG_PORT", "21527")
 os.environ["ZYNC_TARGET"] = "local"
 # The invoices demo's models are the suite's subjects; a user's run leaves them off (test_user_project).
 os.environ["ZYNC_DEMO"] = "true"

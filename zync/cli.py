@@ -130,12 +130,13 @@ def parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
         return p
 
-    p = verb("up", cmd_up, "start the embedded Kafka broker and schema registry on loopback (no-op if running)")
+    p = verb("up", cmd_up, "start the embedded Kafka broker, schema registry and catalog on loopback "
+                           "(no-op if running)")
     p.add_argument("--connect", action="store_true",
                    help="also start PostgreSQL ($ZYNC_POSTGRES_PORT, default 15432) and a Kafka Connect worker "
                         "with Debezium ($ZYNC_CONNECT_PORT, default 18083); see README 'Connecting Debezium'")
-    verb("down", cmd_down, "stop the embedded services (Kafka, registry, and PostgreSQL and Connect if running)")
-    p = verb("status", cmd_status, "show the embedded Kafka broker and schema registry (and PostgreSQL and Connect)")
+    verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL and Connect if running)")
+    p = verb("status", cmd_status, "show the embedded Kafka broker, schema registry and catalog (and PostgreSQL and Connect)")
     p.add_argument("--connect", action="store_true",
                    help="list PostgreSQL and Connect even if they were never started here")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")

@@ -135,19 +135,28 @@ class Target:
             conf["spark.sql.warehouse.dir"] = str(project_path(conf["spark.sql.warehouse.dir"]))
         if "spark.driver.extraJavaOptions" in conf:
             conf["spark.driver.extraJavaOptions"] = _absolute_java_paths(conf["spark.driver.extraJavaOptions"])
-        url_key = "spark.hadoop.javax.jdo.option.ConnectionURL"
-        prefix = "jdbc:derby:;databaseName="
-        if conf.get(url_key, "").startswith(prefix):
-            rest = conf[url_key][len(prefix):]
-            db, _, options = rest.partition(";")
-            conf[url_key] = f"{prefix}{project_path(db)};{options}"
+        if "spark.driver.extraClassPath" in conf:
+            conf["spark.driver.extraClassPath"] = os.pathsep.join(
+                str(project_path(p.strip())) for p in conf["spark.driver.extraClassPath"].split(os.pathsep))
         return conf
 
     @property
-    def derby_metastore(self) -> Path | None:
-        url = self.spark_conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
-        prefix = "jdbc:derby:;databaseName="
-        return Path(url[len(prefix):].split(";")[0]) if url.startswith(prefix) else None
+    def catalog_address(self) -> tuple[str, int] | None:
+        """(host, port) of the catalog server the target's Spark reaches its metastore at, or None."""
+        return catalog_address(self.spark_conf)
+
+
+def catalog_address(spark_conf: dict[str, Any]) -> tuple[str, int] | None:
+    """(host, port) of the catalog's database server when the metastore is reached over the network
+    (`jdbc:derby://host:port/...`, the local target's shared catalog); None otherwise."""
+    url = str(spark_conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", ""))
+    prefix = "jdbc:derby://"
+    if not url.startswith(prefix):
+        return None
+    host, _, port = url[len(prefix):].split("/", 1)[0].rpartition(":")
+    if not port.isdigit():
+        raise ZyncError(f"the catalog URL {url} names no port (jdbc:derby://HOST:PORT/DATABASE)")
+    return host, int(port)
 
 
 _JAVA_PATH_OPTIONS = ("-Dlog4j.configurationFile=", "-Dderby.system.home=")

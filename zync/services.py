@@ -1,8 +1,12 @@
-"""`zync up / down / status`: the embedded single-node KRaft broker and Apicurio Registry,
+"""`zync up / down / status`: the embedded single-node KRaft broker, Apicurio Registry and catalog,
 and with `--connect` PostgreSQL and a Kafka Connect worker with Debezium.
 
+The catalog is Apache Derby's network server holding the Hive metastore
+database that every Spark process of the local target shares.
 All run as detached processes on loopback, with their data, logs and pid files
 under the state folder, so that they outlive the command that started them.
+The catalog is Apache Derby's network server holding the Hive metastore
+database that every Spark process of the local target shares.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class Service:
     user: str | None = None
     stop_signal: int = signal.SIGTERM
     env_var: str = ""
+    data: Path | None = None  # where its data lives, if not in its folder
 
     @property
     def folder(self) -> Path:
@@ -125,6 +130,39 @@ def registry_service(target: Target) -> Service:
             "-jar", str(jars[-1]),
         ],
         cwd=jars[-1].parent,
+    )
+
+
+def catalog_service(target: Target) -> Service | None:
+    """Derby's network server for the metastore database the target's Spark reaches over JDBC (None: no such URL)."""
+    address = target.catalog_address
+    if address is None:
+        return None
+    host, port = address
+    if host not in (LOOPBACK, "localhost"):
+        raise ZyncError(f"the embedded catalog runs on loopback only, but the target points at {host}:{port}")
+    jars = local_dir() / "jars" / "derby"
+    if not any(jars.glob("derbynet-*.jar")):
+        raise ZyncError(f"Apache Derby is not installed under {jars}: run `make setup`")
+    folder = state_dir() / "catalog"
+    return Service(
+        name="catalog",
+        port=port,
+        command=[
+            _java(), "-Xmx256m",
+            # The database `metastore_db` is then <state>/metastore_db: where an
+            # embedded Spark metastore of earlier versions kept it, served as is.
+            f"-Dderby.system.home={state_dir()}",
+            f"-Dderby.stream.error.file={folder / 'catalog.log'}",
+            "-cp", str(jars / "*"),
+            "org.apache.derby.drda.NetworkServerControl", "start", "-h", LOOPBACK, "-p", str(port),
+            # Loopback only; Java 17 deprecates the security manager Derby would install.
+            "-noSecurityManager",
+        ],
+        cwd=folder,
+        data=state_dir() / "metastore_db",
+        ready=lambda: catalog_answers(LOOPBACK, port),
+        env_var="ZYNC_CATALOG_PORT",
     )
 
 
@@ -230,6 +268,15 @@ def _answers(service: Service) -> bool:
         return False
 
 
+def catalog_answers(host: str, port: int) -> bool:
+    """Whether the catalog's Derby server accepts connections (it listens once it is ready)."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
 def _start(service: Service) -> None:
     service.folder.mkdir(parents=True, exist_ok=True)
     if service.name == "kafka":
@@ -262,7 +309,8 @@ def _wait(service: Service) -> None:
 def services(target: Target) -> list[Service]:
     if target.name != "local":
         raise ZyncError(f"zync up/down/status manage the embedded services of target 'local', not {target.name!r}")
-    return [kafka_service(target), registry_service(target)]
+    catalog = catalog_service(target)
+    return [kafka_service(target), registry_service(target), *([catalog] if catalog else [])]
 
 
 def connect_services(target: Target) -> list[Service]:
@@ -282,12 +330,13 @@ def _all(target: Target, connect: bool) -> list[Service]:
     return base + extra
 
 
-def up(target: Target, connect: bool = False) -> list[str]:
-    """Start what is not running, wait until everything answers; return status lines.
+def up(target: Target, connect: bool = False, only: set[str] | None = None) -> list[str]:
+    """Start what is not running (of `only`, default all), wait until everything answers; return status lines.
 
     Connect starts last: its worker needs the broker for its config, offset and status topics.
     """
     wanted = services(target) + (connect_services(target) if connect else [])
+    wanted = [s for s in wanted if only is None or s.name in only]
     phases = [[s for s in wanted if s.name != "connect"], [s for s in wanted if s.name == "connect"]]
     for phase in phases:
         started = []
@@ -296,7 +345,7 @@ def up(target: Target, connect: bool = False) -> list[str]:
                 if _answers(service):
                     raise ZyncError(
                         f"something else already listens on {LOOPBACK}:{service.port}; stop it or "
-                        f"choose another port ({service.env_var or 'ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT'})"
+                        f"choose another port ({service.env_var or 'ZYNC_KAFKA_PORT / ZYNC_REGISTRY_PORT / ZYNC_CATALOG_PORT'})"
                     )
                 _start(service)
                 started.append(service)
@@ -337,5 +386,5 @@ def status(target: Target, connect: bool = False) -> list[str]:
             lines.append(f"{service.name}: not running (port {service.port})")
         else:
             state = "up" if _answers(service) else "starting"
-            lines.append(f"{service.name}: {state} on {LOOPBACK}:{service.port} (pid {pid}, data {service.folder})")
+            lines.append(f"{service.name}: {state} on {LOOPBACK}:{service.port} (pid {pid}, data {service.data or service.folder})")
     return lines

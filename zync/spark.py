@@ -2,49 +2,28 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
-from pathlib import Path
 
 from zync.config import Target
 from zync.errors import ZyncError
 
 
-class MetastoreLockedError(ZyncError):
-    """The embedded Derby metastore is held by another process."""
+class CatalogDownError(ZyncError):
+    """The target's catalog server does not accept connections."""
 
 
-LOCK_WAIT_S = 30.0
+def check_catalog(address: tuple[str, int] | None) -> None:
+    """Fail early and clearly when the shared catalog at `address` (None: no catalog server) is not running.
 
-
-def _check_derby_free(metastore: Path, wait_s: float = LOCK_WAIT_S) -> None:
-    """Fail early and clearly if another JVM holds the embedded Derby metastore.
-
-    Derby locks `dbex.lck` with a POSIX lock while a process has the database
-    booted; taking the same lock here tells whether it is free without
-    starting a JVM that would fail with a screen of Hive errors.
+    Without this, Spark's Hive client retries for half a minute and then fails
+    with "Unable to instantiate SessionHiveMetaStoreClient", naming neither
+    the address nor the remedy.
     """
-    lock_file = metastore / "dbex.lck"
-    # The JVM of a pyspark process that just exited lets go a moment later, so
-    # a lock is waited out for a while before it counts as held.
-    deadline = time.monotonic() + wait_s
-    while lock_file.exists():
-        with open(lock_file, "a") as f:
-            try:
-                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.lockf(f, fcntl.LOCK_UN)
-                return
-            except OSError:
-                if time.monotonic() < deadline:
-                    time.sleep(0.5)
-                    continue
-            raise MetastoreLockedError(
-                f"the Spark metastore {metastore} is in use by another process (a `dbt run` or "
-                "another zync job). The embedded Derby metastore admits one process at a time: "
-                "wait for that process to finish and run this again, or use a target with a "
-                "shared metastore (--target cluster)."
-            ) from None
+    from zync.services import catalog_answers
+
+    if address is not None and not catalog_answers(*address):
+        host, port = address
+        raise CatalogDownError(f"the catalog at {host}:{port} does not answer: run `zync up`")
 
 
 def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazily: it is slow)
@@ -59,9 +38,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
             f"target {target.name!r} uses dbt method {target.dbt_output.get('method')!r}; zync's jobs "
             "run Spark in-process, so submit them to the cluster with spark-submit and ZYNC_TARGET set"
         )
-    if target.derby_metastore is not None:
-        target.derby_metastore.parent.mkdir(parents=True, exist_ok=True)
-        _check_derby_free(target.derby_metastore)
+    check_catalog(target.catalog_address)
     # The local target is loopback only, like the embedded services.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName("zync").enableHiveSupport()

@@ -83,8 +83,8 @@ def table_rows(spark, name: str) -> list:
 
 
 class ZyncProcess:
-    """`zync ...` in its own process, with its own state folder (its own Derby metastore) but this
-    session's Kafka and registry ports; its stderr goes to a file the test can read while it runs."""
+    """`zync ...` in its own process, with its own state folder (for its log) but this session's Kafka,
+    registry and catalog; its stderr goes to a file the test can read while it runs."""
 
     def __init__(self, args: list[str], state_dir: Path):
         state_dir.mkdir(parents=True, exist_ok=True)

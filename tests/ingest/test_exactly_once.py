@@ -1,9 +1,8 @@
 """Exactly once under kill -9 and under a second ingest of the same table, with real processes
 (and, in-process, two first writers of a table that does not exist yet).
 
-The subprocesses have their own state folders (the test session's SparkSession
-holds its Derby metastore) and share this session's Kafka and registry; the
-table is a Delta path (--location) read here by path.
+The subprocesses share this session's Kafka, registry and catalog; the table
+is a Delta path (--location) read here by path.
 """
 
 from __future__ import annotations
