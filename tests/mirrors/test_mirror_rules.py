@@ -47,7 +47,7 @@ BATCH_2 = [
     change(TOPIC, 12, "u", 4, "four-b", ts=250),
     change(TOPIC, 13, "d", 5, ts=400),
     change(TOPIC, 14, "r", 5, "five-stale", ts=150),  # a re-snapshot read older than the delete before it
-    change(TOPIC, 2, "u", 7, "below-the-cursor", ts=260),  # offset below the cursor: never read again
+    change(TOPIC, 2, "u", 7, "below-the-cursor", ts=50),  # offset below the cursor: never read again (older than the read at 4, so a rebuild agrees)
     change(TOPIC, 15, "c", 8, "eight", ts=270, email="eight@example.com"),  # a new value field
 ]
 BATCH_3 = [  # a re-snapshot taken at time 150, before batch 2's changes, plus one newer read
