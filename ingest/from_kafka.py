@@ -119,6 +119,7 @@ class Ingest:
         self.consumer_batch_size = min(self.batch_size, DEFAULT_BATCH_SIZE["python"])
         self.progress = progress or IngestProgress()
         self.writer = OneInFlight()
+        self._resumed = False  # a kept Ingest (zync run) resumes from its tables once, then from its own state
         self.partitions: dict[str, list[int]] = {}  # per topic, as the run found them at its start
         # Batches Spark read, and batches it could not take that the consumer read instead.
         self.batches_read = {"spark": 0, "consumer": 0}
@@ -262,24 +263,52 @@ class Ingest:
     # --- the loop --------------------------------------------------------------
 
     def run(self, exit_after: float | None = None) -> int:
+        """Ingest until `exit_after` passes with nothing new (None: until interrupted); return the records committed.
+
+        The same Ingest may run again (zync run keeps one per topic): the first run resumes from
+        the tables' offsets, later ones go on from what this one committed, which the tables'
+        idempotent appends check (another writer meanwhile stops the run; make a new Ingest then).
+        """
+        committed_before = sum(s.committed for s in self.states.values())
         for topic, state in self.states.items():
-            resume = self._resume(state)
+            resume = self._resume(state) if not self._resumed else state.next_offsets
             self.partitions[topic] = kafka_client.partitions(self.target, topic)
             self.progress.log("start", topic=topic, table=state.table.label, partitions=len(self.partitions[topic]),
                               resume_offsets=resume, decoder=self.decoder.kind, reader=self.reader)
+        self._resumed = True
         options = self._spark_options() if self.reader == "spark" else None
+        self.writer = OneInFlight()
         try:
             if options is None or not self._read_with_spark(options, exit_after):
                 self._read_with_consumer(exit_after)
         finally:
             self.writer.close()
-        total = sum(s.committed for s in self.states.values())
+        total = sum(s.committed for s in self.states.values()) - committed_before
         tables = ", ".join(s.table.label for s in self.states.values())
         offsets = "; ".join(f"{t}: " + ", ".join(f"[{p}] {o}" for p, o in sorted(s.next_offsets.items()))
                             for t, s in self.states.items())
         self.progress.finish(f"{total:,} records into {tables} ({self.progress.commits} commits; "
                              f"next offsets {offsets or 'none'})")
         return total
+
+    def waiting(self, consumer) -> dict[tuple[str, int], int]:
+        """Messages Kafka holds past what this Ingest committed, per (topic, partition) that has any.
+
+        Before its first run, every partition with messages counts (the tables' offsets are not read
+        yet); a topic that does not exist yet has none.
+        """
+        found = {}
+        for topic, state in self.states.items():
+            entry = consumer.list_topics(topic, timeout=kafka_client.METADATA_TIMEOUT_S).topics.get(topic)
+            if entry is None or entry.error is not None:
+                continue  # not created yet: nothing waiting
+            for p in sorted(entry.partitions):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                           timeout=kafka_client.METADATA_TIMEOUT_S)
+                start = max(state.next_offsets.get(p, 0), low) if self._resumed else low
+                if high > start:
+                    found[(topic, p)] = high - start
+        return found
 
     def _read_with_consumer(self, exit_after: float | None) -> None:
         """The Python reader: consume, take message by message, commit in the background."""

@@ -12,9 +12,11 @@ LIVE_INTERVAL_S = 0.5
 
 
 class IngestProgress:
-    def __init__(self, stream: TextIO = sys.stderr, live: bool | None = None):
+    def __init__(self, stream: TextIO = sys.stderr, live: bool | None = None, quiet: bool = False):
         self.stream = stream
-        self.live = stream.isatty() if live is None else live
+        # quiet: nothing at all (zync run reports its stages itself).
+        self.quiet = quiet
+        self.live = (stream.isatty() if live is None else live) and not quiet
         self.started = time.monotonic()
         self.records = 0
         self.committed = 0
@@ -28,7 +30,7 @@ class IngestProgress:
 
     def log(self, event: str, **fields) -> None:
         """One JSON line to stderr (only when not drawing the live line)."""
-        if not self.live:
+        if not self.live and not self.quiet:
             record = {"ts": round(time.time(), 3), "verb": "from-kafka", "event": event, **fields}
             self.stream.write(json.dumps(record, default=str) + "\n")
             self.stream.flush()
@@ -54,6 +56,8 @@ class IngestProgress:
         self.stream.flush()
 
     def finish(self, summary: str) -> None:
+        if self.quiet:
+            return
         if self.live:
             self.stream.write("\r\033[K")
         elapsed = time.monotonic() - self.started

@@ -80,6 +80,14 @@ def cmd_to_kafka(args: argparse.Namespace) -> None:
            batch_size=args.batch_size).run(follow=args.follow)
 
 
+def cmd_run(args: argparse.Namespace) -> None:
+    from service.run import Service
+
+    code = Service(_target(args), select=args.select, interval=args.interval).run(once=args.once)
+    if code:
+        raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
+
+
 def cmd_etl_compile(args: argparse.Namespace) -> None:
     from compiler import compile_transforms, transform_files, write_outputs
     from zync.config import project_dir
@@ -139,6 +147,16 @@ def parser() -> argparse.ArgumentParser:
     p = verb("status", cmd_status, "show the embedded Kafka broker, schema registry and catalog (and PostgreSQL and Connect)")
     p.add_argument("--connect", action="store_true",
                    help="list PostgreSQL and Connect even if they were never started here")
+    p = verb("run", cmd_run, "the service: ingest every input topic, dbt run the models whose inputs moved, "
+                             "publish new out rows; again and again in one warm engine (SIGTERM/Ctrl-C: "
+                             "finish the step, exit 0)")
+    p.add_argument("--select", metavar="SPEC",
+                   help="dbt selection of the outputs and mirrors to keep moving (default: all of them), "
+                        "e.g. 'new_invoices' or 'tag:billing'")
+    p.add_argument("--interval", type=parse_duration, default=1.0, metavar="DUR",
+                   help="longest wait between cycles when idle (default 1s); new messages start a cycle sooner")
+    p.add_argument("--once", action="store_true",
+                   help="one full cycle, then exit (for cron, Airflow and other schedulers)")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

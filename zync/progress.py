@@ -8,10 +8,11 @@ from typing import TextIO
 
 
 class Progress:
-    def __init__(self, verb: str, stream: TextIO = sys.stderr, interval_s: float = 0.5):
+    def __init__(self, verb: str, stream: TextIO = sys.stderr, interval_s: float = 0.5, quiet: bool = False):
         self.verb = verb
         self.stream = stream
-        self.live = stream.isatty()
+        self.quiet = quiet  # nothing at all: the caller reports (zync run)
+        self.live = stream.isatty() and not quiet
         self.interval_s = interval_s
         self.started = time.monotonic()
         self._last = 0.0
@@ -33,6 +34,8 @@ class Progress:
             self.stream.flush()
 
     def finish(self, summary: str) -> None:
+        if self.quiet:
+            return
         if self.live:
             self.stream.write("\r\033[K")
         self.stream.write(f"{self.verb}: {summary} in {self.elapsed:.1f}s\n")

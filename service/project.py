@@ -1,0 +1,150 @@
+"""The dbt project as `zync run` sees it: parsed once, its zync models, the raw tables they read.
+
+dbt is invoked in-process (dbtRunner) on the service's own SparkSession, with
+the manifest parsed once and kept: a `dbt run` then skips the seconds a parse
+costs. The project is parsed again when a file dbt reads changes (models/,
+macros/, seeds/, dbt_project.yml, profiles/), found by comparing modification
+times each cycle, which costs a directory walk and no Spark work.
+
+zync's models are found in the manifest by the meta the compiler writes in
+their properties: `zync_output_topic` (an output, published by egress) or
+`zync_mirror_topic` (a mirror); the raw tables they read are their sources,
+whose meta `zync_topic` names the input topic.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from zync.errors import ZyncError
+
+# What dbt reads to build the manifest; a change to any of these means a new parse.
+WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
+# zync run's own dbt artifacts, apart from a hand-run dbt's target/ (both may run at once).
+TARGET_PATH = Path("target") / "zync-run"
+
+
+class DbtError(ZyncError):
+    """dbt could not parse the project or select its models."""
+
+
+@dataclass(frozen=True)
+class RawInput:
+    """A raw table a model reads, and the topic ingest fills it from."""
+
+    topic: str
+    table: str  # database.table
+
+
+@dataclass(frozen=True)
+class ZyncModel:
+    """An output or mirror model of the project."""
+
+    name: str
+    relation: str  # database.table
+    output_topic: str | None  # the topic egress publishes it to; None for a mirror
+    inputs: tuple[RawInput, ...]
+
+    @property
+    def kind(self) -> str:
+        return "output" if self.output_topic else "mirror"
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """How one model's `dbt run` ended."""
+
+    name: str
+    ok: bool
+    message: str
+
+
+def fingerprint(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(path, mtime, size) of every file dbt reads: equal fingerprints, same manifest."""
+    found = []
+    for name in WATCHED:
+        top = root / name
+        paths = [top] if top.is_file() else [Path(d) / f for d, _, files in os.walk(top) for f in files]
+        for path in paths:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:  # removed while walking: the next look sees it gone
+                continue
+            found.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(sorted(found))
+
+
+class DbtProject:
+    """Parse once, select zync's models, run some of them; all in this process."""
+
+    def __init__(self, root: Path, target_name: str):
+        self.root = root
+        self.target_name = target_name
+        self.manifest = None
+        self._parsed_from: tuple | None = None
+
+    def _args(self) -> list[str]:
+        return ["--project-dir", str(self.root), "--profiles-dir", str(self.root / "profiles"),
+                "--target", self.target_name, "--target-path", str(self.root / TARGET_PATH)]
+
+    def _invoke(self, *args: str):
+        from dbt.cli.main import dbtRunner
+
+        # dbt prints to stdout unless told not to; its full log still goes to logs/dbt.log.
+        return dbtRunner(manifest=self.manifest).invoke([*args, *self._args(), "--log-level", "none"])
+
+    def stale(self) -> bool:
+        """Whether a file dbt reads changed since the last parse (or there was none)."""
+        return self._parsed_from != fingerprint(self.root)
+
+    def parse(self) -> None:
+        """Parse the project and keep the manifest for the runs that follow."""
+        before = fingerprint(self.root)
+        self.manifest = None
+        result = self._invoke("parse")
+        if not result.success or result.result is None:
+            raise DbtError(f"dbt could not parse the project at {self.root}: {result.exception or result.result}. "
+                           "Fix it (`dbt parse` shows the details); zync run tries again when a file changes.")
+        self.manifest, self._parsed_from = result.result, before
+
+    def models(self, select: str | None = None) -> list[ZyncModel]:
+        """The enabled output and mirror models, those matching dbt selection `select` if given."""
+        manifest = self.manifest
+        found = []
+        for node in manifest.nodes.values():
+            if node.resource_type != "model":
+                continue
+            meta = node.config.meta or node.meta or {}
+            output_topic, mirror_topic = meta.get("zync_output_topic"), meta.get("zync_mirror_topic")
+            if not (output_topic or mirror_topic):
+                continue
+            inputs = []
+            for parent in node.depends_on.nodes:
+                source = manifest.sources.get(parent)
+                if source is not None and (source.meta or {}).get("zync_topic"):
+                    inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{source.identifier}"))
+            found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs)))
+        if select:
+            chosen = self.select(select)
+            found = [m for m in found if m.name in chosen]
+        return sorted(found, key=lambda m: m.name)
+
+    def select(self, spec: str) -> set[str]:
+        """The names of the models dbt selects with `spec` (dbt's selection syntax)."""
+        result = self._invoke("ls", "--select", *spec.split(), "--resource-type", "model", "--output", "name")
+        if not result.success:
+            raise DbtError(f"dbt cannot select {spec!r}: {result.exception or result.result}")
+        return set(result.result or [])
+
+    def run(self, names: list[str]) -> list[ModelRun]:
+        """`dbt run --select names`, one invocation; how each model ended."""
+        result = self._invoke("run", "--select", *names)
+        runs = getattr(result.result, "results", None)
+        if not runs:
+            reason = result.exception or result.result or "no model ran"
+            return [ModelRun(name, False, str(reason)) for name in names]
+        ended = [ModelRun(r.node.name, str(r.status) == "success", r.message or "") for r in runs]
+        missing = set(names) - {r.name for r in ended}
+        return ended + [ModelRun(name, False, "dbt did not run it") for name in sorted(missing)]

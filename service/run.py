@@ -1,0 +1,266 @@
+"""`zync run`: one warm engine that keeps every output and mirror up to date.
+
+A cycle runs the three stages in order, each only where there is work:
+1. ingest: every input topic with messages past its raw table's offsets is
+   read up to where it stood (the from-kafka job, kept warm per topic);
+2. dbt: the models whose raw tables' Delta versions moved since their last
+   successful run here, in one in-process `dbt run` on this SparkSession;
+3. egress: every output table whose Delta version moved since it was last
+   published (by this run's dbt or anyone's) is published (the to-kafka job).
+A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
+versions, and nothing else: no query, no MERGE, no commit.
+
+Each stage keeps its own guarantee, and the loop adds no state of its own:
+ingest resumes from the tables' offsets, the ETL from its done rows and
+cursor (its MERGE guard stops a concurrent run of the same model), egress
+from the output topic's high-water mark. So a kill -9 at any moment, then a
+restart, loses and duplicates nothing; the restart's first cycle runs every
+model once, as a run killed mid-way left no trace in the versions.
+Another process may run any verb or `dbt` meanwhile: a raw table written by
+another ingest makes this one's ingest of it stop and resume from the table
+the next cycle, and an output table another `dbt run` moved is published here.
+
+SIGINT and SIGTERM finish the step under way, then the run exits 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from egress.to_kafka import Egress
+from ingest.from_kafka import Ingest
+from ingest.progress import IngestProgress
+from ingest.table import ConcurrentIngestError
+from service.project import DbtProject, RawInput, ZyncModel
+from service.status import RunStatus, StageReport
+from service.versions import TableVersions
+from zync import kafka_client
+from zync.config import Target, project_dir
+from zync.errors import ZyncError
+from zync.progress import Progress
+from zync.spark import spark_session
+
+DEFAULT_INTERVAL_S = 1.0
+WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
+RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
+
+
+class NothingToRunError(ZyncError):
+    """The project has no enabled output or mirror models (matching --select)."""
+
+
+@dataclass
+class Backoff:
+    """When a failing topic or model may be tried again: 1 s, 2 s, 4 s ... up to a minute."""
+
+    failures: int = 0
+    next_try: float = 0.0
+
+    def failed(self) -> None:
+        self.failures += 1
+        self.next_try = time.monotonic() + min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
+
+    @property
+    def due(self) -> bool:
+        return time.monotonic() >= self.next_try
+
+
+class Service:
+    def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
+                 status: RunStatus | None = None, root: Path | None = None):
+        if interval <= 0:
+            raise ZyncError(f"--interval must be more than 0, not {interval}")
+        self.target = target
+        self.select = select
+        self.interval = interval
+        self.status = status or RunStatus()
+        self.spark = spark_session(target)
+        self.project = DbtProject(root or project_dir(), target.name)
+        self.versions = TableVersions(self.spark)
+        self.watcher = kafka_client.consumer(target, group="zync-run-watch")
+        self.models: list[ZyncModel] = []
+        self.ingests: dict[RawInput, Ingest] = {}
+        self.egresses: dict[str, Egress] = {}
+        # What the last successful run of each model saw: its raw tables' versions.
+        self.ran_at: dict[str, dict[str, int | None]] = {}
+        # The output table version each output was last published at.
+        self.published_at: dict[str, int] = {}
+        self.backoff: dict[str, Backoff] = {}
+        self.stopping = threading.Event()
+
+    # --- the project ----------------------------------------------------------
+
+    def load(self) -> None:
+        """Parse the dbt project when a file of it changed, and choose the models."""
+        if not self.project.stale():
+            return
+        self.project.parse()
+        models = self.project.models(self.select)
+        if not models:
+            raise NothingToRunError(
+                "no output or mirror models to run" + (f" match --select {self.select!r}" if self.select else "")
+                + ": write transforms/*.yml and run `zync etl compile` (the invoices demo's models are on "
+                "only with ZYNC_DEMO=true)")
+        if [m.name for m in models] != [m.name for m in self.models]:
+            self.status.note("models: " + ", ".join(f"{m.name} ({m.kind})" for m in models))
+        self.models = models
+
+    def inputs(self) -> list[RawInput]:
+        return sorted({i for m in self.models for i in m.inputs}, key=lambda i: (i.table, i.topic))
+
+    # --- stages -----------------------------------------------------------------
+
+    def _try(self, key: str) -> bool:
+        backoff = self.backoff.get(key)
+        return backoff is None or backoff.due
+
+    def _failed(self, stage: str, what: str, error: Exception) -> None:
+        self.backoff.setdefault(f"{stage}:{what}", Backoff()).failed()
+        self.status.error(stage, what, str(error))
+
+    def _succeeded(self, stage: str, what: str) -> None:
+        self.backoff.pop(f"{stage}:{what}", None)
+
+    def ingest(self) -> StageReport | None:
+        """Read every input topic that has new messages into its raw table."""
+        started, records, tables, lag = time.monotonic(), 0, {}, 0
+        for raw in self.inputs():
+            if self.stopping.is_set() or not self._try(f"ingest:{raw.topic}"):
+                continue
+            job = self.ingests.get(raw)
+            try:
+                if job is None:
+                    job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
+                                                     progress=IngestProgress(quiet=True))
+                if not job.waiting(self.watcher):
+                    continue
+                landed = job.run(exit_after=0.0)
+            except ConcurrentIngestError as e:
+                # Another ingest wrote the table: a new Ingest resumes from the table next cycle.
+                self.ingests.pop(raw, None)
+                self._failed("ingest", raw.topic, e)
+                continue
+            except ZyncError as e:
+                self.ingests.pop(raw, None)
+                self._failed("ingest", raw.topic, e)
+                continue
+            self._succeeded("ingest", raw.topic)
+            lag += sum(job.progress.lag.values())
+            if landed:
+                records += landed
+                tables[raw.table] = landed
+        if not tables:
+            return None
+        return StageReport("ingest", time.monotonic() - started, records, {"tables": tables, "lag": lag})
+
+    def transform(self) -> StageReport | None:
+        """`dbt run` the models whose raw tables moved since their last run here."""
+        started = time.monotonic()
+        current = self.versions.versions({i.table for i in self.inputs()})
+        due: dict[str, dict[str, int | None]] = {}
+        for model in self.models:
+            seen = {i.table: current[i.table] for i in model.inputs}
+            if any(v is None for v in seen.values()):
+                continue  # a raw table is not there yet: its topic has had no record
+            if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
+                due[model.name] = seen
+        if not due or self.stopping.is_set():
+            return None
+        runs = self.project.run(sorted(due))
+        for run in runs:
+            if run.ok:
+                self.ran_at[run.name] = due[run.name]
+                self._succeeded("dbt", run.name)
+            else:
+                self._failed("dbt", run.name, ZyncError(run.message))
+        ok = [r.name for r in runs if r.ok]
+        return StageReport("dbt", time.monotonic() - started, len(ok),
+                           {"models": ok, "failed": [r.name for r in runs if not r.ok]})
+
+    def publish(self) -> StageReport | None:
+        """Publish the new out rows of every output table whose version moved."""
+        started, records, topics = time.monotonic(), 0, {}
+        for model in self.models:
+            if model.output_topic is None or self.stopping.is_set() or not self._try(f"egress:{model.name}"):
+                continue
+            version = self.versions.version(model.relation)
+            if version is None or self.published_at.get(model.name) == version:
+                continue
+            try:
+                job = self.egresses.get(model.name)
+                if job is None:
+                    job = self.egresses[model.name] = Egress(self.target, model.relation, topic=model.output_topic)
+                published = job.publish_once(Progress("to-kafka", quiet=True))
+            except ZyncError as e:
+                self.egresses.pop(model.name, None)
+                self._failed("egress", model.name, e)
+                continue
+            self._succeeded("egress", model.name)
+            if not self.stopping.is_set():  # a stopped publish may have left rows for the next run
+                self.published_at[model.name] = version
+            if published:
+                records += published
+                topics[model.output_topic] = published
+        if not topics:
+            return None
+        return StageReport("egress", time.monotonic() - started, records, {"topics": topics})
+
+    # --- the loop ---------------------------------------------------------------
+
+    def cycle(self) -> list[StageReport]:
+        """One full cycle: ingest, dbt, egress; the stages that did work."""
+        started = time.monotonic()
+        self.load()
+        reports = [r for r in (self.ingest(), self.transform(), self.publish()) if r is not None]
+        self.status.cycle(reports, time.monotonic() - started)
+        return reports
+
+    def _arrived(self) -> bool:
+        """Whether a topic has messages its raw table does not (cheap: Kafka watermarks only)."""
+        for raw, job in self.ingests.items():
+            try:
+                if job.waiting(self.watcher):
+                    return True
+            except Exception:  # noqa: BLE001 - the next cycle reports a broker problem properly
+                return True
+        return any(raw not in self.ingests for raw in self.inputs())
+
+    def wait(self) -> None:
+        """Idle until a message arrives, --interval passes, or a stop is asked."""
+        deadline = time.monotonic() + self.interval
+        while not self.stopping.is_set() and time.monotonic() < deadline:
+            if self.stopping.wait(min(WATCH_POLL_S, max(0.0, deadline - time.monotonic()))):
+                return
+            self.status.tick()
+            if self._arrived():
+                return
+
+    def stop(self, *_args) -> None:
+        """Finish the step under way, then end (the signal handler)."""
+        self.stopping.set()
+        for job in self.egresses.values():
+            job.stop()
+
+    def close(self) -> None:
+        self.watcher.close()
+
+    def run(self, once: bool = False) -> int:
+        """Cycle until stopped (or once); the exit status: 1 if --once met an error, else 0."""
+        previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not self.stopping.is_set():
+                reports = self.cycle()
+                if once:
+                    break
+                if not reports:
+                    self.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.close()
+            self.status.finish("stopped" if self.stopping.is_set() else "done")
+        return 1 if once and self.status.errors else 0

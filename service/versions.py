@@ -1,0 +1,42 @@
+"""Delta table versions, read from the tables' logs: how `zync run` knows what moved.
+
+Reading a table's latest version lists its _delta_log folder (no Spark job,
+milliseconds), so a cycle with nothing new costs a few of these and no query.
+"""
+
+from __future__ import annotations
+
+
+class TableVersions:
+    """Latest Delta versions of tables by catalog name (database.table); None for a table not there yet."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        self._locations: dict[str, str] = {}
+
+    def _location(self, name: str) -> str | None:
+        if name not in self._locations:
+            if not self.spark.catalog.tableExists(name):
+                return None
+            self._locations[name] = self.spark.sql(f"describe detail {_quoted(name)}").first()["location"]
+        return self._locations[name]
+
+    def version(self, name: str) -> int | None:
+        location = self._location(name)
+        if location is None:
+            return None
+        jvm = self.spark._jvm
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+        empty = jvm.scala.Option.empty()
+        version = int(log.update(False, empty, empty).version())
+        if version < 0:  # dropped (and perhaps made again elsewhere): look the name up again next time
+            self._locations.pop(name, None)
+            return None
+        return version
+
+    def versions(self, names) -> dict[str, int | None]:
+        return {name: self.version(name) for name in names}
+
+
+def _quoted(name: str) -> str:
+    return ".".join(f"`{part}`" for part in name.split("."))
