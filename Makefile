@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo demo-postgres test jars venv postgres bench-deps up up-connect down clean
+.PHONY: setup demo demo-postgres test jars venv postgres bench-deps up up-connect down clean chaos-run
 
 setup: venv jars postgres
 
@@ -72,3 +72,8 @@ test: setup
 clean:
 	-$(BIN)/zync down
 	rm -rf $(LOCAL)/state target logs
+
+# `zync run` killed with kill -9 at 10 seeded random moments (README "Running continuously");
+# the suite runs the same test with one. ZYNC_RUN_KILL_SEED picks other moments.
+chaos-run: setup
+	ZYNC_RUN_KILL_TRIALS=$${ZYNC_RUN_KILL_TRIALS:-10} $(BIN)/pytest -p no:cacheprovider tests/service/test_run_service.py

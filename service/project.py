@@ -92,8 +92,10 @@ class DbtProject:
     def _invoke(self, *args: str):
         from dbt.cli.main import dbtRunner
 
-        # dbt prints to stdout unless told not to; its full log still goes to logs/dbt.log.
-        return dbtRunner(manifest=self.manifest).invoke([*args, *self._args(), "--log-level", "none"])
+        # dbt prints to stdout unless told not to; its full log still goes to logs/dbt.log. Its usage
+        # statistics would cost each run a network call (and this machine's has no way out).
+        return dbtRunner(manifest=self.manifest).invoke(
+            [*args, *self._args(), "--log-level", "none", "--no-send-anonymous-usage-stats"])
 
     def stale(self) -> bool:
         """Whether a file dbt reads changed since the last parse (or there was none)."""
