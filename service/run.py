@@ -248,6 +248,12 @@ class Service:
     def close(self) -> None:
         self.watcher.close()
 
+    def __enter__(self) -> "Service":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
     def run(self, once: bool = False) -> int:
         """Cycle until stopped (or once); the exit status: 1 if --once met an error, else 0."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -261,6 +267,5 @@ class Service:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.close()
             self.status.finish("stopped" if self.stopping.is_set() else "done")
         return 1 if once and self.status.errors else 0

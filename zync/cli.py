@@ -83,7 +83,8 @@ def cmd_to_kafka(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     from service.run import Service
 
-    code = Service(_target(args), select=args.select, interval=args.interval).run(once=args.once)
+    with Service(_target(args), select=args.select, interval=args.interval) as service:
+        code = service.run(once=args.once)
     if code:
         raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
 
