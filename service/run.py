@@ -10,12 +10,13 @@ A cycle runs the three stages in order, each only where there is work:
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
 versions, and nothing else: no query, no MERGE, no commit.
 
-Each stage keeps its own guarantee, and the loop adds no state of its own:
+Each stage keeps its own guarantee, and the loop adds no state they depend on:
 ingest resumes from the tables' offsets, the ETL from its done rows and
 cursor (its MERGE guard stops a concurrent run of the same model), egress
 from the output topic's high-water mark. So a kill -9 at any moment, then a
-restart, loses and duplicates nothing; the restart's first cycle runs every
-model once, as a run killed mid-way left no trace in the versions.
+restart, loses and duplicates nothing. The versions each model's last run
+saw are kept in a file (RanAt), so a restart runs only the models whose
+inputs moved, and its first cycle publishes every output once.
 Another process may run any verb or `dbt` meanwhile: a raw table written by
 another ingest makes this one's ingest of it stop and resume from the table
 the next cycle, and an output table another `dbt run` moved is published here.
@@ -25,6 +26,7 @@ SIGINT and SIGTERM finish the step under way, then the run exits 0.
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -35,9 +37,9 @@ from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest
 from ingest.progress import IngestProgress
 from ingest.table import ConcurrentIngestError
-from service.project import DbtProject, RawInput, ZyncModel
+from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
-from service.versions import TableVersions
+from service.versions import TableVersion, TableVersions
 from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
@@ -69,6 +71,33 @@ class Backoff:
         return time.monotonic() >= self.next_try
 
 
+class RanAt(dict):
+    """model -> {raw table: TableVersion} its last successful run saw, kept in a file across restarts.
+
+    Written after the runs it records committed: a run killed before that is
+    done again (its inputs' versions differ from the file's), a run killed
+    between its commit and the file's write is done again with nothing new
+    (no out rows: its done rows are there). So a restart with nothing new runs
+    no model, and one after new records runs only the models that read them.
+    """
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+        try:
+            stored = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):  # none yet, or cut short: every model runs once
+            stored = {}
+        for model, tables in stored.items():
+            self[model] = {t: TableVersion(*v) if v is not None else None for t, v in tables.items()}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps(self, indent=1, sort_keys=True))
+        partial.replace(self.path)
+
+
 class Service:
     def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
                  status: RunStatus | None = None, root: Path | None = None):
@@ -85,10 +114,10 @@ class Service:
         self.models: list[ZyncModel] = []
         self.ingests: dict[RawInput, Ingest] = {}
         self.egresses: dict[str, Egress] = {}
-        # What the last successful run of each model saw: its raw tables' versions.
-        self.ran_at: dict[str, dict[str, int | None]] = {}
-        # The output table version each output was last published at.
-        self.published_at: dict[str, int] = {}
+        # What the last successful run of each model saw: its raw tables' versions (kept across restarts).
+        self.ran_at = RanAt(self.project.root / TARGET_PATH / f"ran-at-{target.name}.json")
+        # The output table version each output was last published at (this process: a restart publishes once).
+        self.published_at: dict[str, TableVersion] = {}
         self.backoff: dict[str, Backoff] = {}
         self.stopping = threading.Event()
 
@@ -161,7 +190,7 @@ class Service:
         """`dbt run` the models whose raw tables moved since their last run here."""
         started = time.monotonic()
         current = self.versions.versions({i.table for i in self.inputs()})
-        due: dict[str, dict[str, int | None]] = {}
+        due: dict[str, dict[str, TableVersion | None]] = {}
         for model in self.models:
             seen = {i.table: current[i.table] for i in model.inputs}
             if any(v is None for v in seen.values()):
@@ -177,6 +206,7 @@ class Service:
                 self._succeeded("dbt", run.name)
             else:
                 self._failed("dbt", run.name, ZyncError(run.message))
+        self.ran_at.save()
         ok = [r.name for r in runs if r.ok]
         return StageReport("dbt", time.monotonic() - started, len(ok),
                            {"models": ok, "failed": [r.name for r in runs if not r.ok]})

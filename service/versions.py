@@ -6,6 +6,15 @@ milliseconds), so a cycle with nothing new costs a few of these and no query.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+
+class TableVersion(NamedTuple):
+    """A table's identity and log version: a table dropped and made again has a new id."""
+
+    table_id: str
+    version: int
+
 
 class TableVersions:
     """Latest Delta versions of tables by catalog name (database.table); None for a table not there yet."""
@@ -21,20 +30,21 @@ class TableVersions:
             self._locations[name] = self.spark.sql(f"describe detail {_quoted(name)}").first()["location"]
         return self._locations[name]
 
-    def version(self, name: str) -> int | None:
+    def version(self, name: str) -> TableVersion | None:
         location = self._location(name)
         if location is None:
             return None
         jvm = self.spark._jvm
         log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
         empty = jvm.scala.Option.empty()
-        version = int(log.update(False, empty, empty).version())
+        snapshot = log.update(False, empty, empty)
+        version = int(snapshot.version())
         if version < 0:  # dropped (and perhaps made again elsewhere): look the name up again next time
             self._locations.pop(name, None)
             return None
-        return version
+        return TableVersion(str(snapshot.metadata().id()), version)
 
-    def versions(self, names) -> dict[str, int | None]:
+    def versions(self, names) -> dict[str, TableVersion | None]:
         return {name: self.version(name) for name in names}
 
 

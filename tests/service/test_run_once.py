@@ -2,7 +2,8 @@
 
 After a batch one run gives exactly zync's NewInvoices stream (the service's
 test follows all four batches); a cycle
-with nothing new makes no Delta commit on any table and reports no work.
+with nothing new makes no Delta commit on any table and reports no work, in
+the same process and after a restart.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def test_run_once_gives_zyncs_stream_and_an_idle_cycle_changes_nothing(target, s
         assert None not in versions.values()
         assert service.cycle() == []  # nothing new: no stage did anything
         assert service.versions.versions(project.tables()) == versions
+
+    # A restart with nothing new runs no model either (the versions each model's run saw are kept).
+    with quiet_service(target, project) as restarted:
+        assert restarted.cycle() == []
+        assert restarted.versions.versions(project.tables()) == versions
 
 
 def test_select_keeps_only_the_chosen_models_and_the_topics_they_read(target, spark, tmp_path):
