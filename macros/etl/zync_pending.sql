@@ -5,8 +5,16 @@
   On the first run nothing is done, so every row is pending. Debezium's
   semantic types in `key` and `value` are typed (macros/debezium/), so the
   rules see a date as a date.
+
+  When the output model runs, the same query is also cached, once, before
+  the model's own statement is built (zync_cache_pending): Spark inlines a
+  CTE at every reference, and the rules, per-key order and cursors refer to
+  each input's pending records a dozen times, each a scan of the raw table
+  and of the done rows. Spark's cache manager swaps the cached result in for
+  every identical subquery, so the model's text stays what it reads as.
 #}
 {% macro zync_pending(relation, topic, state) -%}
+{%- set pending_sql -%}
 {%- set connect_names = zync_connect_names(relation) -%}
 {%- if connect_names %}
 select
@@ -31,4 +39,44 @@ left anti join (
     and input.kafka.offset = done.kafka.offset
 {%- endif %}
 where {{ zync_from_cursor('input', topic, state) }}
+{%- endset -%}
+{%- do zync_cache_pending(topic, pending_sql) -%}
+{{ pending_sql }}
+{%- endmacro %}
+
+
+{#
+  Caches one input's pending records for the output model being run, as the
+  session-scoped view zync_pending_view_name(topic), and drops what an earlier
+  run of this model left there. Only `dbt run`/`dbt build` cache: compiling,
+  `dbt docs generate` and a pending view render the query without running it.
+  Off with var `zync_cache_pending: false`.
+#}
+{% macro zync_cache_pending(topic, pending_sql) -%}
+{%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized == 'incremental'
+      and var('zync_cache_pending', true) -%}
+    {%- set view = zync_pending_view_name(topic) -%}
+    {%- do run_query('drop view if exists ' ~ view) -%}
+    {%- do run_query('cache table ' ~ view ~ ' as ' ~ pending_sql) -%}
+{%- endif -%}
+{%- endmacro %}
+
+
+{#
+  A post-hook for output models: drops the cached pending records of every
+  input (zync_cache_pending), so a long-running engine (`zync run`) holds no
+  stale copy of a raw table between runs. Returns no SQL.
+#}
+{% macro zync_release_pending() -%}
+{%- if execute -%}
+    {%- for input in (config.get('meta') or {}).get('zync_inputs', []) -%}
+        {%- do run_query('drop view if exists ' ~ zync_pending_view_name(input.topic)) -%}
+    {%- endfor -%}
+{%- endif -%}
+{%- endmacro %}
+
+
+{# The session view caching one input's pending records for the model being run. #}
+{% macro zync_pending_view_name(topic) -%}
+zync_cache__{{ this.identifier }}__{{ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower }}
 {%- endmacro %}
