@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo demo-postgres test jars venv postgres bench-deps up up-connect down clean chaos-run
+.PHONY: setup demo demo-postgres test jars venv postgres bench-deps up up-connect down clean chaos-run chaos
 
 setup: venv jars postgres
 
@@ -77,3 +77,8 @@ clean:
 # the suite runs the same test with one. ZYNC_RUN_KILL_SEED picks other moments.
 chaos-run: setup
 	ZYNC_RUN_KILL_TRIALS=$${ZYNC_RUN_KILL_TRIALS:-10} $(BIN)/pytest -p no:cacheprovider tests/service/test_run_service.py
+
+# The fault campaign (bench/chaos.py): 29 seeded trials of kill -9, SIGTERM, broker and registry
+# restarts and a second `zync run`, each checked for lost, duplicated and misordered records.
+chaos: setup
+	$(BIN)/python bench/chaos.py $(CHAOS_ARGS)

@@ -157,19 +157,19 @@ class Consumer(threading.Thread):
         self.target, self.topic = target, topic
         self.arrived: dict[tuple, float] = {}
         self.duplicates = 0
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def run(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         registry = Registry(self.target.schema_registry)
         while not kafka_client.topic_exists(self.target, self.topic):  # egress creates it
-            if self._stop.wait(0.5):
+            if self._stopping.wait(0.5):
                 return
         consumer = kafka_client.consumer(self.target, group=f"bench-latency-{time.time()}")
         consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         try:
-            while not self._stop.is_set():
+            while not self._stopping.is_set():
                 msg = consumer.poll(0.05)
                 if msg is None or msg.error():
                     continue
@@ -185,7 +185,7 @@ class Consumer(threading.Thread):
             consumer.close()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join(10)
 
 
@@ -225,7 +225,7 @@ class Chain(threading.Thread):
         self.project = project
         self.cycles: list[float] = []
         self.failures: list[str] = []
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def cycle(self) -> None:
         p = self.project
@@ -244,13 +244,13 @@ class Chain(threading.Thread):
                 return
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             started = time.monotonic()
             self.cycle()
             self.cycles.append(time.monotonic() - started)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join()
 
 
