@@ -200,6 +200,9 @@ class Service:
         if not due or self.stopping.is_set():
             return None
         runs = self.project.run(sorted(due))
+        # The models cached their inputs' pending records (macros/etl/zync_pending.sql): this engine
+        # lives on, and nothing else here caches, so the memory goes back now.
+        self.spark.catalog.clearCache()
         for run in runs:
             if run.ok:
                 self.ran_at[run.name] = due[run.name]

@@ -46,47 +46,21 @@ where {{ zync_from_cursor('input', topic, state) }}
 
 
 {#
-  Caches one input's pending records for the output model being run, as a
-  session-scoped view named zync_pending_views_of(this) + topic + the time:
-  two runs of one model can share a Spark session (threads of one process,
-  which dbt gives one invocation id), and neither may clash with the other.
-  Only `dbt run`/`dbt build` cache: compiling, `dbt docs generate` and a
-  pending view render the query without running it. Off with var
-  `zync_cache_pending: false`.
+  Caches one input's pending records for the output model being run, as the
+  session view zync_cache__<model>__<topic>. Spark swaps a cached result in
+  only for a query over the same table versions, so a cache an earlier run
+  left is never read in place of newer data; replacing the view drops it.
+  The cache lives as long as the Spark session (a `dbt run` process; `zync
+  run` clears it after each dbt run). Only `dbt run`/`dbt build` cache:
+  compiling, `dbt docs generate` and a pending view render the query without
+  running it. Off with var `zync_cache_pending: false`.
 #}
 {% macro zync_cache_pending(topic, pending_sql) -%}
 {%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized == 'incremental'
       and var('zync_cache_pending', true) -%}
-    {%- set view = zync_pending_views_of(this) ~ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower
-                   ~ '__' ~ modules.datetime.datetime.now().strftime('%H%M%S%f') -%}
-    {%- do run_query('cache table ' ~ view ~ ' as ' ~ pending_sql) -%}
-{%- endif -%}
-{%- endmacro %}
-
-
-{#
-  The name prefix of the session views caching pending records in this dbt
-  invocation: of one model (`relation`), or of every model (none).
-#}
-{% macro zync_pending_views_of(relation=none) -%}
-zync_cache_{{ invocation_id | replace('-', '_') }}__{{ relation.identifier ~ '__' if relation is not none }}
-{%- endmacro %}
-
-
-{#
-  Drops the session views of zync_pending_views_of(relation). A post-hook of
-  output models (their own caches, so a long-running engine such as
-  `zync run` holds no stale copy of a raw table between runs) and an
-  on-run-end hook (what a failed model left: its post-hook did not run).
-  Returns no SQL.
-#}
-{% macro zync_release_pending(relation=none) -%}
-{%- if execute -%}
-    {%- set prefix = zync_pending_views_of(relation) -%}
-    {%- for view in run_query("show views like '" ~ prefix ~ "*'") -%}
-        {%- if view['viewName'].startswith(prefix) and view['isTemporary'] -%}
-            {%- do run_query('drop view if exists ' ~ view['viewName']) -%}
-        {%- endif -%}
-    {%- endfor -%}
+    {%- set view = 'zync_cache__' ~ this.identifier ~ '__' ~ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower -%}
+    {%- do run_query('uncache table if exists ' ~ view) -%}
+    {%- do run_query('create or replace temporary view ' ~ view ~ ' as ' ~ pending_sql) -%}
+    {%- do run_query('cache table ' ~ view) -%}
 {%- endif -%}
 {%- endmacro %}
