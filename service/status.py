@@ -79,6 +79,7 @@ class RunStatus:
                 self._json(cycle=self.cycles, stage="cycle", seconds=round(seconds, 3))
         elif not self.live and now - self._heartbeat_at >= HEARTBEAT_S:
             self._json(cycle=self.cycles, stage="idle", idle_seconds=round(now - self._idle_since, 1))
+            self._heartbeat_at = now
         if stages:
             self._heartbeat_at = now
         if self.live:
