@@ -46,21 +46,30 @@ where {{ zync_from_cursor('input', topic, state) }}
 
 
 {#
-  Caches one input's pending records for the output model being run, as the
-  session view zync_cache__<model>__<topic>. Spark swaps a cached result in
-  only for a query over the same table versions, so a cache an earlier run
-  left is never read in place of newer data; replacing the view drops it.
-  The cache lives as long as the Spark session (a `dbt run` process; `zync
-  run` clears it after each dbt run). Only `dbt run`/`dbt build` cache:
-  compiling, `dbt docs generate` and a pending view render the query without
-  running it. Off with var `zync_cache_pending: false`.
+  Caches one input's pending records for the output model being run, as a
+  session view zync_cache__<model>__<topic>__<time>, after dropping the ones
+  earlier runs of this model left (no hook drops them after the run: a
+  post-hook is skipped when the model fails, and a dbt thread's hook may
+  outlive its connection when two in-process runs end together). Spark swaps
+  a cached result in only for a query over the same table versions, so a
+  cache left behind is never read in place of newer data; it lives at most
+  until the next run of the model or the end of the Spark session (`zync run`
+  clears the cache after each dbt run). The time in the name keeps two runs
+  of one model in one session (threads) apart. Only `dbt run`/`dbt build`
+  cache: compiling, `dbt docs generate` and a pending view render the query
+  without running it. Off with var `zync_cache_pending: false`.
 #}
 {% macro zync_cache_pending(topic, pending_sql) -%}
 {%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized == 'incremental'
       and var('zync_cache_pending', true) -%}
-    {%- set view = 'zync_cache__' ~ this.identifier ~ '__' ~ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower -%}
-    {%- do run_query('uncache table if exists ' ~ view) -%}
-    {%- do run_query('create or replace temporary view ' ~ view ~ ' as ' ~ pending_sql) -%}
-    {%- do run_query('cache table ' ~ view) -%}
+    {%- set prefix = 'zync_cache__' ~ this.identifier ~ '__' ~ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower ~ '__' -%}
+    {%- for view in run_query("show views like '" ~ prefix ~ "*'") -%}
+        {%- if view['isTemporary'] and view['viewName'].startswith(prefix) -%}
+            {#- not `uncache table`: it analyzes the view again, which fails if its tables were dropped since -#}
+            {%- do run_query('drop view if exists ' ~ view['viewName']) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- do run_query('cache table ' ~ prefix ~ modules.datetime.datetime.now().strftime('%H%M%S%f')
+                     ~ ' as ' ~ pending_sql) -%}
 {%- endif -%}
 {%- endmacro %}

@@ -30,20 +30,23 @@ VALUE = T.StructType([
     T.StructField("status", T.StringType()),
     T.StructField("paid", T.BooleanType()),
     T.StructField("updated_at", T.TimestampType()),
+    T.StructField("due_on", T.DateType()),
 ])
 AT = dt.datetime(2024, 3, 10, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def invoice(ident: int, status: str) -> dict:
     return {"id": ident, "customer": f"customer {ident}", "amount": Decimal(ident * 100) + Decimal("0.25"),
-            "status": status, "paid": ident % 2 == 0, "updated_at": AT + dt.timedelta(minutes=ident)}
+            "status": status, "paid": ident % 2 == 0, "updated_at": AT + dt.timedelta(minutes=ident, microseconds=7),
+            "due_on": dt.date(2024, 4, ident)}
 
 
 def wait_rows(debezium, expected: list[dict], timeout_s: float = 60.0) -> list[dict]:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            rows = debezium.query(f"select id, customer, amount, status, paid from {TABLE} order by id", DB)
+            rows = debezium.query(
+                f"select id, customer, amount, status, paid, updated_at, due_on from {TABLE} order by id", DB)
         except Exception:  # noqa: BLE001 - the sink has not created the table yet
             rows = None
         if rows == expected or time.monotonic() > deadline:
@@ -76,7 +79,10 @@ def test_the_sink_upserts_applies_partial_updates_and_deletes_on_tombstones(debe
 
     def row(ident: int, status: str) -> dict:
         v = invoice(ident, status)
-        return {"id": ident, "customer": v["customer"], "amount": v["amount"], "status": status, "paid": v["paid"]}
+        # An instant arrives as its UTC wall time, to the microsecond (egress names it Debezium's
+        # MicroTimestamp); PostgreSQL renders both as ISO text in JSON.
+        return {"id": ident, "customer": v["customer"], "amount": v["amount"], "status": status, "paid": v["paid"],
+                "updated_at": v["updated_at"].replace(tzinfo=None).isoformat(), "due_on": v["due_on"].isoformat()}
 
     wait_rows(debezium, [row(1, "new"), row(2, "new"), row(3, "new")])
 
@@ -88,5 +94,6 @@ def test_the_sink_upserts_applies_partial_updates_and_deletes_on_tombstones(debe
     columns = {c["column_name"]: c["data_type"] for c in debezium.query(
         f"select column_name, data_type from information_schema.columns where table_name = '{TABLE}'", DB)}
     assert columns["amount"] == "numeric" and columns["paid"] == "boolean" and columns["status"] == "text"
+    assert columns["updated_at"].startswith("timestamp") and columns["due_on"] == "date", columns
     print(f"\n{TABLE} columns as the JDBC sink created them: {columns}")
     debezium.delete(CONNECTOR)

@@ -56,7 +56,8 @@ def test_partial_schemas_keep_only_their_fields_all_optional():
     schema = avro_schema_for_struct(struct, "T_value", "zync", only_fields=["id", "at"])
     assert schema == {"type": "record", "name": "T_value", "namespace": "zync", "fields": [
         {"name": "id", "type": ["null", "long"], "default": None},
-        {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}], "default": None}]}
+        {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros",
+                                         "connect.name": "io.debezium.time.MicroTimestamp"}], "default": None}]}
 
 
 def test_row_to_datum_reads_pysparks_naive_local_times_as_instants():
