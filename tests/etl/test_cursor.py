@@ -103,11 +103,14 @@ def test_two_runs_at_once_never_duplicate(etl, spark):
         t.start()
     for t in threads:
         t.join()
-    failed = [r for r in results if not r.success]
-    assert len(results) == 2 and len(failed) <= 1
-    for r in failed:
-        message = str(r.exception or r.result)
-        assert "concurrent" in message.lower() or "already wrote" in message
+    assert len(results) == 2
+    messages = [str(r.exception or r.result) for r in results if not r.success]
+    # dbt's adapter is one per process: when one in-process invocation ends it closes the other's
+    # connections, so the winner's post-hook may fail after its commit ("connection never acquired").
+    # Two processes (tests/service/test_run_service.py) never see that; here the rows decide.
+    stopped_by_guard = [m for m in messages if "concurrent" in m.lower() or "already wrote" in m]
+    assert len(stopped_by_guard) <= 1, messages
+    assert all(m in stopped_by_guard or "connection never acquired" in m for m in messages), messages
     outs = sorted(r.kafka.offset for r in etl.rows(OUT, "kind = 'out'"))
     assert outs == list(range(6))
     done = sorted(r.kafka.offset for r in etl.rows(OUT, "kind = 'done'"))
