@@ -14,8 +14,8 @@ starts and stops its own Kafka, registry and catalog). For each rate, in turn:
   to the later of its two events), and its latency is the time from that
   event's produce call to the moment the record was consumed.
 - the anchor: the same stream shape, on topics of its own, through the chain
-  of commands a user runs without `zync run`: `zync from-kafka` of both
-  topics, `dbt run --select <model>`, `zync to-kafka`, in a loop of cold
+  of commands a user runs without `zync run`: `zync from-kafka` of each
+  topic, `dbt run --select <model>`, `zync to-kafka`, in a loop of cold
   processes.
 
 The two designs alternate per rate. Printed: p50/p95/p99/max latency, events
@@ -218,7 +218,7 @@ class ZyncRun:
 
 
 class Chain(threading.Thread):
-    """Today's chain of cold commands in a loop: from-kafka of both inputs, dbt run of the model, to-kafka."""
+    """Today's chain of cold commands in a loop: from-kafka of each input, dbt run of the model, to-kafka."""
 
     def __init__(self, project: InvoicesProject):
         super().__init__(daemon=True)
@@ -230,8 +230,9 @@ class Chain(threading.Thread):
     def cycle(self) -> None:
         p = self.project
         steps = [
-            [str(BIN / "zync"), "from-kafka", "--topic", p.name("Invoices"), "--topic", p.name("InvoiceStatus"),
-             "--exit-after", "1s"],
+            [str(BIN / "zync"), "from-kafka", "--topic", p.name(topic), "--table", p.name(table), "--exit-after", "1s"]
+            for topic, table in (("Invoices", "raw_invoices"), ("InvoiceStatus", "raw_invoice_status"))
+        ] + [
             [str(BIN / "dbt"), "run", "--select", p.name("new_invoices"), "--project-dir", str(p.path),
              "--profiles-dir", str(ROOT / "profiles")],
             [str(BIN / "zync"), "to-kafka", "--table", p.name("new_invoices")],
@@ -301,7 +302,7 @@ def measure(design: str, target, project: InvoicesProject, rate: float, duration
     return result
 
 
-def warm_up(target, project: InvoicesProject, first_invoice: int, timeout: float) -> float:
+def warm_up(target, project: InvoicesProject, first_invoice: int, timeout: float, chain: Chain | None = None) -> float:
     """One round through a fresh pipeline (creates its tables and topics); how long it took."""
     consumer = Consumer(target, project.output_topic)
     consumer.start()
@@ -314,8 +315,9 @@ def warm_up(target, project: InvoicesProject, first_invoice: int, timeout: float
         time.sleep(0.5)
     consumer.stop()
     if not all(s in consumer.arrived for s in producer.produced_at):
+        failures = f"; the chain's failures: {chain.failures[:2]}" if chain is not None and chain.failures else ""
         raise SystemExit(f"{project.output_topic}: the warm-up round did not reach {project.output_topic} "
-                         f"within {timeout:g} s; see {STATE / 'logs'}")
+                         f"within {timeout:g} s; see {STATE / 'logs'}{failures}")
     return time.monotonic() - started
 
 
@@ -359,7 +361,7 @@ def main() -> None:
         if "chain" in designs:
             chain = Chain(projects["chain"])
             chain.start()
-            warm["chain"] = warm_up(target, projects["chain"], 0, 900)
+            warm["chain"] = warm_up(target, projects["chain"], 0, 900, chain)
             chain.stop()
         print(f"warm-up (first round through a fresh pipeline): {warm}", flush=True)
         first = 1
