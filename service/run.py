@@ -116,6 +116,8 @@ class Service:
         self.egresses: dict[str, Egress] = {}
         # What the last successful run of each model saw: its raw tables' versions (kept across restarts).
         self.ran_at = RanAt(self.project.root / TARGET_PATH / f"ran-at-{target.name}.json")
+        # Output models whose last run wrote something: they run again next cycle (see transform).
+        self.rerun: set[str] = set()
         # The output table version each output was last published at (this process: a restart publishes once).
         self.published_at: dict[str, TableVersion] = {}
         self.backoff: dict[str, Backoff] = {}
@@ -199,13 +201,24 @@ class Service:
                 due[model.name] = seen
         if not due or self.stopping.is_set():
             return None
+        outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
+                          if m.name in due and m.output_topic is not None}
         runs = self.project.run(sorted(due))
         # The models cached their inputs' pending records (macros/etl/zync_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
+        self.rerun.clear()
         for run in runs:
             if run.ok:
-                self.ran_at[run.name] = due[run.name]
+                relation = next(m.relation for m in self.models if m.name == run.name)
+                if run.name in outputs_before and self.versions.version(relation) != outputs_before[run.name]:
+                    # It wrote: per-key order may have held records back that only a next run can take
+                    # (an update whose earlier record was paired in this run), with no new input to
+                    # trigger one. Run it again until a run writes nothing.
+                    self.ran_at.pop(run.name, None)
+                    self.rerun.add(run.name)
+                else:
+                    self.ran_at[run.name] = due[run.name]
                 self._succeeded("dbt", run.name)
             else:
                 self._failed("dbt", run.name, ZyncError(run.message))
@@ -293,7 +306,7 @@ class Service:
         try:
             while not self.stopping.is_set():
                 reports = self.cycle()
-                if once:
+                if once and not (self.rerun and reports):
                     break
                 if not reports:
                     self.wait()

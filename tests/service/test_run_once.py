@@ -24,7 +24,9 @@ def test_run_once_gives_zyncs_stream_and_an_idle_cycle_changes_nothing(target, s
     project.produce_batch(target, 1)
     with quiet_service(target, project) as service:
         assert service.run(once=True) == 0
-        assert service.status.busy_cycles == 1
+        # The cycle that moved batch 1, then the output model once more (its run wrote, so per-key order
+        # may have left records for a next run), which writes nothing: --once ends drained.
+        assert service.status.busy_cycles == 2 and not service.rerun
         assert project.published(target) == project.expected(1)
         # The mirror ran in the same cycle: one row per invoice created so far.
         mirror = spark.sql(f"select invoice_id from {SCHEMA}.{project.name('invoices_mirror')}").collect()
@@ -47,3 +49,26 @@ def test_select_keeps_only_the_chosen_models_and_the_topics_they_read(target, sp
         service.load()
         assert [m.name for m in service.models] == [project.name("invoices_mirror")]
         assert [i.topic for i in service.inputs()] == [project.name("Invoices")]
+
+
+def test_once_drains_what_per_key_order_held_back_without_new_input(target, spark, tmp_path):
+    """An invoice and its status, created and then paid, all in one batch: the status update's offset
+    (1, in InvoiceStatus) comes before the denorm pair's driving offset (2, in Invoices), so the first
+    dbt run emits the pair and holds the update back for its key's order. Nothing new arrives after:
+    the service must run the model again by itself (it once waited for new input forever)."""
+    project = invoices_project(tmp_path, "Held")
+    invoice = lambda i: {"key": {"ID": i}, "value": {  # noqa: E731
+        "before": None, "op": "c", "after": {"ID": i, "customer": f"c{i}", "item": f"item{i}"}}}
+    project.produce(target, "Invoices", [invoice(1), invoice(2), invoice(3)])
+    status = {"ID": 30, "InvoiceID": 3, "status": "new"}
+    project.produce(target, "InvoiceStatus", [
+        {"key": {"ID": 30}, "value": {"before": None, "op": "c", "after": status}},
+        {"key": {"ID": 30}, "value": {"before": status, "op": "u", "after": {**status, "status": "paid"}}}])
+    with quiet_service(target, project, select=project.name("new_invoices")) as service:
+        assert service.run(once=True) == 0
+        published = [(r["key"], r["value"]) for r in project.published(target)]
+        assert published == [
+            ({"ID": 3}, {"ID": 3, "customer": "c3", "item": "item3", "invoice_status": "new"}),
+            ({"ID": 3}, {"ID": 3, "invoice_status": "paid"}),  # a partial update: its fields only
+        ]
+        assert service.cycle() == []  # drained: invoices 1 and 2 wait for their statuses, as they should
