@@ -17,9 +17,11 @@
   partition and file statistics: the MERGE reads the done files at or past
   the cursors, never the out rows or the history below. (A disjunction over
   kinds, as this macro first had, mixes a partition column with data
-  columns and makes Delta read every file.) The cursors are read when the
-  statement is built, after the rows were rendered, so they can only be
-  newer, never cut off a row this run could collide with.
+  columns and makes Delta read every file.) The cursors are those the rows
+  were rendered from (zync_rendered_state), never newer ones: a run that
+  committed since moved the cursors past the very done rows this run would
+  collide with (a first version read them afresh here and wrote a hand-run
+  `dbt run`'s records a second time beside `zync run`).
 
   Models without meta.zync_output_topic get dbt-spark's own MERGE.
 #}
@@ -34,7 +36,7 @@
 
 
 {% macro zync_merge_sql(target, source, output_topic) -%}
-{%- set state = zync_state(output_topic) -%}
+{%- set state = zync_rendered_state() -%}
 {%- set done = [] -%}
 {%- set known = [] -%}
 {%- for topic in state.cursors | sort -%}
