@@ -20,9 +20,7 @@
     {%- for row in rows -%}
       {%- do state.cursors.setdefault(row[0], {}).update({row[1] | int: row[2] | int}) -%}
     {%- endfor -%}
-    {%- if flags.WHICH in ('run', 'build') -%}
-      {%- do run_query('set ' ~ zync_rendered_state_key() ~ '=' ~ tojson(state.cursors)) -%}
-    {%- endif -%}
+    {%- do zync_leave_note('cursors', state.cursors) -%}
   {%- endif -%}
   {{ return(state) }}
 {%- endmacro %}
@@ -34,32 +32,17 @@
   may have written for the same records, and those lie at or past the cursors
   this run read, not past the cursors as they are when the MERGE is built (a
   run that committed meanwhile moved them beyond its own done rows). When the
-  render left nothing (a run rendered elsewhere), there is no bound: the
-  check reads every done row, slower and as safe. Read once, then cleared.
+  render left no note (a run rendered elsewhere), there is no bound: the
+  check reads every done row, slower and as safe.
 #}
 {% macro zync_rendered_state() -%}
   {%- set state = {'incremental': is_incremental(), 'cursors': {}} -%}
-  {%- set key = zync_rendered_state_key() -%}
-  {%- set stored = run_query('set ' ~ key).rows[0][1] -%}
-  {%- if stored != '<undefined>' -%}
-    {%- for topic, offsets in fromjson(stored).items() -%}
-      {%- for partition, offset in offsets.items() -%}
-        {%- do state.cursors.setdefault(topic, {}).update({partition | int: offset | int}) -%}
-      {%- endfor -%}
+  {%- for topic, offsets in (zync_take_note('cursors') or {}).items() -%}
+    {%- for partition, offset in offsets.items() -%}
+      {%- do state.cursors.setdefault(topic, {}).update({partition | int: offset | int}) -%}
     {%- endfor -%}
-    {%- do run_query('reset ' ~ key) -%}
-  {%- endif -%}
+  {%- endfor -%}
   {{ return(state) }}
-{%- endmacro %}
-
-
-{#
-  Where zync_state leaves its cursors for the MERGE: a Spark session setting
-  named by dbt's invocation and the model, so two invocations sharing one
-  session (`zync run` beside threads, tests) never read each other's.
-#}
-{% macro zync_rendered_state_key() -%}
-  {{ return('zync.rendered_cursors.' ~ modules.re.sub('[^0-9A-Za-z_]', '_', invocation_id ~ '.' ~ this.schema ~ '.' ~ this.identifier)) }}
 {%- endmacro %}
 
 

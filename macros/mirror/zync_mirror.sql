@@ -12,7 +12,8 @@
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
     commit, which carries the cursor past the changes.
   Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
-  run a scan of the mirror for it.
+  run a scan of the mirror for it. A run whose mirror another run moved since
+  it read its changes writes nothing (zync_mirror_unmoved_cursor).
   The model's settings live in its meta: {'zync_mirror': {topic, delete,
   primary_key, columns, source_ts}} (written by `zync etl compile`).
 #}
@@ -43,9 +44,10 @@
     {%- call statement('schema_evolution') -%}
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
+    {%- set read_from = zync_mirror_unmoved_cursor(target_relation, changes_relation) -%}
     {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
     {%- set columns = zync_mirror_evolve_schema(target_relation, changes_relation) -%}
-    {%- set cursor = zync_mirror_next_cursor(target_relation, changes_relation) -%}
+    {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, columns, settings.delete,
                                broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
@@ -77,4 +79,28 @@
   {%- call statement('reset_cursor_metadata') -%}
     reset spark.databricks.delta.commitInfo.userMetadata
   {%- endcall -%}
+{%- endmacro %}
+
+{#
+  The cursor this run read its changes from, checked against the mirror's
+  cursor now. Another run (`zync run`, an analyst's `dbt run`) that committed
+  in between may have applied newer changes to the same keys, and applying
+  this run's older ones over them would go back in time for good (the
+  cursor is past them); so the run stops, having written nothing. What is
+  left is the moment between this check and the MERGE's read of the mirror;
+  a commit after that read fails the MERGE (Delta's conflict check).
+#}
+{% macro zync_mirror_unmoved_cursor(mirror_relation, changes_relation) -%}
+  {%- set current = zync_mirror_current_cursor(mirror_relation) -%}
+  {%- set read_from = zync_take_note('mirror_cursor') -%}
+  {%- if read_from is not none and read_from != current -%}
+    {%- call statement('uncache_changes') -%}
+      uncache table if exists {{ changes_relation }}
+    {%- endcall -%}
+    {{ exceptions.raise_compiler_error(
+        'zync: another run of ' ~ zync_mirror_name(mirror_relation) ~ ' committed since this run read its changes'
+        ~ ' (its cursor was ' ~ tojson(read_from) ~ ', is now ' ~ tojson(current) ~ ').'
+        ~ ' This run wrote nothing; run it again.') }}
+  {%- endif -%}
+  {{ return(current) }}
 {%- endmacro %}

@@ -4,12 +4,15 @@
   partition; every offset of a partition it has not seen yet). Literal
   bounds, so Delta skips the raw files below them.
   Returns none when the mirror holds no row (read everything).
+  The offsets are left for the materialization (zync_leave_note), which
+  writes only if the mirror's cursor is still these when it MERGEs.
 #}
 {% macro zync_mirror_cursor(mirror_relation) -%}
   {%- if not execute -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set offsets = zync_mirror_current_cursor(mirror_relation) -%}
+  {%- do zync_leave_note('mirror_cursor', offsets) -%}
   {%- if offsets | length == 0 -%}
     {{ return(none) }}
   {%- endif -%}
@@ -96,12 +99,12 @@
 {%- endmacro %}
 
 {#
-  The cursor past a run's changes: the cursor the run read from, moved to
-  the largest offset per partition among the changes (the cached view the
-  MERGE applies).
+  The cursor past a run's changes: the cursor the run read from (`read_from`,
+  {partition: offset}), moved to the largest offset per partition among the
+  changes (the cached view the MERGE applies).
 #}
-{% macro zync_mirror_next_cursor(mirror_relation, changes_relation) -%}
-  {%- set offsets = zync_mirror_current_cursor(mirror_relation) -%}
+{% macro zync_mirror_next_cursor(read_from, changes_relation) -%}
+  {%- set offsets = dict(read_from) -%}
   {%- set applied = zync_mirror_offsets(
     'select `_zync_kafka`.`partition`, max(`_zync_kafka`.`offset`) from ' ~ changes_relation ~ ' group by 1') -%}
   {%- for partition, offset in applied.items() -%}
