@@ -130,3 +130,23 @@ def test_transforms_see_the_typed_values(spark, built):
     assert out[2].amount == decimal.Decimal("-0.5")
     assert out[3].at_tz == dt.datetime(2026, 11, 23, 10, 15, 33, 500000)
     assert out[4].due is None and out[4].amount is None
+
+
+def show_decimal(project, unscaled_value: int, scale: int):
+    """dbt show of zync_variable_scale_decimal over one VariableScaleDecimal literal."""
+    literal = f"named_struct('scale', {scale}, 'value', X'{unscaled(unscaled_value).hex()}')"
+    return project.run("show", "--inline", f"select {{{{ zync_variable_scale_decimal('v') }}}} as d from (select {literal} as v)",
+                       expect_success=False)
+
+
+def test_a_decimal_with_more_than_18_places_fails_rather_than_round(built):
+    # PostgreSQL's 1 / 7.0: 20 places; a cast to decimal(38, 18) would round the last two away.
+    lossy = show_decimal(built, 14285714285714285714, 20)
+    assert not lossy.success
+    message = str(lossy.exception or [r.message for r in lossy.result.results])
+    assert "the VariableScaleDecimal 0.14285714285714285714 does not fit decimal(38, 18)" in message, message
+    assert "decimal.handling.mode to string" in message
+    # Past the 18th place only zeros (PostgreSQL's 1 / 8.0): nothing is lost, the value passes.
+    exact = show_decimal(built, 12500000000000000000, 20)
+    assert exact.success, exact.exception
+    assert exact.result.results[0].agate_table.rows[0][0] == decimal.Decimal("0.125")
