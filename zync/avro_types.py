@@ -271,37 +271,6 @@ def avro_schema_for_struct(struct: T.StructType, name: str, namespace: str | Non
     return _avro(struct, name, namespace)
 
 
-def _to_datum(t: T.DataType) -> Callable[[Any], Any] | None:
-    if isinstance(t, T.StructType):
-        convs = [(f.name, _to_datum(f.dataType)) for f in t.fields]
-        return lambda row: None if row is None else {
-            n: (c(row[n]) if c and row[n] is not None else row[n]) for n, c in convs}
-    if isinstance(t, T.ArrayType):
-        inner = _to_datum(t.elementType)
-        return None if inner is None else (lambda v: None if v is None else [inner(x) for x in v])
-    if isinstance(t, T.MapType):
-        inner = _to_datum(t.valueType)
-        return None if inner is None else (lambda v: None if v is None else {k: inner(x) for k, x in v.items()})
-    if isinstance(t, T.TimestampType):
-        # PySpark hands back TIMESTAMP values as naive datetimes in this Python
-        # process's local time zone (whatever the session time zone is);
-        # astimezone() on a naive datetime reads it as local time, so the instant
-        # survives any TZ.
-        return lambda v: v.astimezone(dt.timezone.utc)
-    if isinstance(t, T.TimestampNTZType):
-        return None  # local-timestamp-micros: a wall-clock time, no zone to apply
-    return None
-
-
-def row_to_datum(struct: T.StructType, only_fields: list[str] | None = None) -> Callable[[Any], Any]:
-    """A function from a Spark Row of `struct` to the dict fastavro writes for avro_schema_for_struct."""
-    if only_fields is not None:
-        struct = T.StructType([f for f in struct.fields if f.name in only_fields])
-    convert = _to_datum(struct)
-    assert convert is not None
-    return convert
-
-
 def connect_names(avro_schema: Any) -> dict[str, str]:
     """{dotted field path: Kafka Connect schema name} of every field whose type carries a `connect.name`.
 

@@ -101,7 +101,7 @@ def ensure_topic(target: Target, topic: str, num_partitions: int = 1, replicatio
     try:
         futures[topic].result(timeout=METADATA_TIMEOUT_S)
     except KafkaException as e:
-        if "TOPIC_ALREADY_EXISTS" not in str(e):
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             _raise_connect_error(target, errors)
             raise ZyncError(f"cannot create topic {topic} on {_where(target)}: {e}") from None
     return True

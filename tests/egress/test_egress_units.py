@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-import time
-
 import pytest
 from pyspark.sql import types as T
 
 from egress.delivery import DeliveryCheck, OffsetMismatchError
 from egress.schemas import record_name
-from zync.avro_types import avro_schema_for_struct, row_to_datum
+from zync.avro_types import avro_schema_for_struct
 from zync.errors import ZyncError
 from zync.schema_inference import infer_schema
 
@@ -58,22 +54,6 @@ def test_partial_schemas_keep_only_their_fields_all_optional():
         {"name": "id", "type": ["null", "long"], "default": None},
         {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros",
                                          "connect.name": "io.debezium.time.MicroTimestamp"}], "default": None}]}
-
-
-def test_row_to_datum_reads_pysparks_naive_local_times_as_instants():
-    struct = T.StructType([T.StructField("at", T.TimestampType())])
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "America/New_York"
-    time.tzset()
-    try:
-        # What PySpark returns for the instant 2024-01-01T12:00Z in this process's zone.
-        naive_local = T.TimestampType().fromInternal(1_704_110_400 * 1_000_000)
-        datum = row_to_datum(struct)({"at": naive_local})
-    finally:
-        os.environ.pop("TZ") if old is None else os.environ.__setitem__("TZ", old)
-        time.tzset()
-    assert naive_local == dt.datetime(2024, 1, 1, 7, 0)
-    assert datum == {"at": dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)}
 
 
 def test_record_names_are_avro_names():
