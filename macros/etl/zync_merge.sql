@@ -23,6 +23,12 @@
   collide with (a first version read them afresh here and wrote a hand-run
   `dbt run`'s records a second time beside `zync run`).
 
+  When the model's render counted no pending record in any input
+  (zync_cache_pending), the model has no row to write: every row it writes
+  is for a pending record. Then the statement is a select of nothing,
+  sparing a MERGE that costs seconds over an empty source (6.3 s of a
+  warm 11.6 s run of the demo's model with nothing new).
+
   Models without meta.zync_output_topic get dbt-spark's own MERGE.
 #}
 {% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) -%}
@@ -37,6 +43,10 @@
 
 {% macro zync_merge_sql(target, source, output_topic) -%}
 {%- set state = zync_rendered_state() -%}
+{%- set pending = zync_take_note('pending_counts') -%}
+{%- if pending is not none and pending | length > 0 and pending.values() | sum == 0 -%}
+select 'zync: no input record of {{ this.identifier }} is pending; nothing to write' as skipped
+{%- else -%}
 {%- set done = [] -%}
 {%- set known = [] -%}
 {%- for topic in state.cursors | sort -%}
@@ -60,4 +70,5 @@ when matched then update set existing.kind = cast(raise_error(concat(
     ' (two dbt runs of one output at once?). This run wrote nothing; run it again.'
 )) as string)
 when not matched then insert *
+{%- endif -%}
 {%- endmacro %}

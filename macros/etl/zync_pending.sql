@@ -58,6 +58,9 @@ where {{ zync_from_cursor('input', topic, state) }}
   of one model in one session (threads) apart. Only `dbt run`/`dbt build`
   cache: compiling, `dbt docs generate` and a pending view render the query
   without running it. Off with var `zync_cache_pending: false`.
+  Each input's count of pending records is left for the MERGE (note
+  'pending_counts', {topic: count}): with none pending anywhere the model
+  has no row to write, and zync_merge_sql skips the MERGE.
 #}
 {% macro zync_cache_pending(topic, pending_sql) -%}
 {%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized == 'incremental'
@@ -69,7 +72,10 @@ where {{ zync_from_cursor('input', topic, state) }}
             {%- do run_query('drop view if exists ' ~ view['viewName']) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- do run_query('cache table ' ~ prefix ~ modules.datetime.datetime.now().strftime('%H%M%S%f')
-                     ~ ' as ' ~ pending_sql) -%}
+    {%- set cached = prefix ~ modules.datetime.datetime.now().strftime('%H%M%S%f') -%}
+    {%- do run_query('cache table ' ~ cached ~ ' as ' ~ pending_sql) -%}
+    {%- set counts = zync_take_note('pending_counts', keep=true) or {} -%}
+    {%- do counts.update({topic: run_query('select count(*) from ' ~ cached).rows[0][0] | int}) -%}
+    {%- do zync_leave_note('pending_counts', counts) -%}
 {%- endif -%}
 {%- endmacro %}

@@ -82,5 +82,8 @@ def test_a_run_with_nothing_new_adds_nothing(etl, spark):
     etl.run(OUT)
     before = counts(spark)
     assert before == {"out": 3, "done": 3, "cursor": 2}
+    version = spark.sql(f"describe history {SCHEMA}.{OUT} limit 1").first()["version"]
     etl.run(OUT)
     assert counts(spark) == before
+    # Nothing pending: no MERGE, so no new version of the table.
+    assert spark.sql(f"describe history {SCHEMA}.{OUT} limit 1").first()["version"] == version
