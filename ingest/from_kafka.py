@@ -35,7 +35,7 @@ from ingest.shaper import check_shaped_schema, load_shaper
 from ingest.spark_read import MALFORMED_AVRO, UNDECODABLE, WriterType, decode_batch, kafka_batch, plan
 from ingest.table import RawTable, kafka_struct
 from zync import kafka_client
-from zync.avro_types import connect_names
+from zync.avro_types import connect_names, field_defaults, field_paths
 from zync.config import Target
 from zync.errors import ZyncError
 from zync.spark import spark_session
@@ -244,7 +244,7 @@ class Ingest:
             if located is None:
                 raise
             self._stop_at(batch, located)
-        self._note_connect_names(state)
+        self._note_writer_schemas(state)
         for m in messages:
             state.next_offsets[m.partition] = m.offset + 1
         state.committed += len(messages)
@@ -427,16 +427,31 @@ class Ingest:
         finally:
             watcher.close()
 
-    def _note_connect_names(self, state: TopicState) -> None:
-        """Record beside the table the Connect schema names its writer schemas give its fields (after a commit)."""
+    def _note_writer_schemas(self, state: TopicState) -> None:
+        """Record beside the table what its writer schemas say of its fields (after a commit): their
+        Connect schema names, and the defaults of fields that some of the table's writers lack."""
         if self.shaper_sql:
             return  # a shaper's columns are its own
+        ids = state.table.writer_schema_ids()
         names: dict[str, str] = {}
+        defaults: dict[str, dict] = {}
         for part in ("key", "value"):
-            for schema_id in sorted(state.accepted[part]):
-                for path, name in connect_names(self.registry.schema(schema_id).schema).items():
+            ids[part] |= state.accepted[part]
+            schemas = {}
+            for schema_id in sorted(ids[part]):
+                try:
+                    schemas[schema_id] = self.registry.schema(schema_id).schema
+                except DecodeError:
+                    continue  # deleted from the registry since: nothing to learn from it
+            fields = {schema_id: field_paths(schema) for schema_id, schema in schemas.items()}
+            for schema_id, schema in schemas.items():  # in id order: the newest writer's default wins
+                for path, name in connect_names(schema).items():
                     names[f"{part}.{path}" if path else part] = name
-        state.table.note_connect_names(names)
+                for path, default in field_defaults(schema).items():
+                    lacking = sorted(i for i, paths in fields.items() if path not in paths)
+                    if lacking:
+                        defaults[f"{part}.{path}"] = {"default": default, "absentIn": lacking}
+        state.table.note_writer_schemas(ids, names, defaults)
 
     def _writers(self, state: TopicState, part: str) -> tuple[list[WriterType], T.DataType | None, list[Change]]:
         """The writer schemas a batch may meet in `part`, the column type that holds them all, and the
@@ -514,7 +529,7 @@ class Ingest:
             state.key_type, state.value_type = key_type, value_type
         for part, writers in (("key", key_writers), ("value", value_writers)):
             state.accepted[part].update(w.schema_id for w in writers)
-        self._note_connect_names(state)
+        self._note_writer_schemas(state)
         rows = table.last_rows if table.last_rows is not None else sum(e - s for s, e in ranges.values())
         for p, (_, end) in ranges.items():
             state.next_offsets[p] = state.read_offsets[p] = end

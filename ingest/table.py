@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import types as T
 
@@ -37,6 +38,12 @@ _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # The Kafka Connect schema names of the table's fields ({"value.after.due": "io.debezium.time.Date"}),
 # as JSON: spark-avro drops them, and macros/debezium/ reads them to type Debezium's semantic values.
 CONNECT_NAMES_PROPERTY = "zync.connectNames"
+# Every writer schema id the table's rows were written with ({"key": [...], "value": [...]}).
+WRITER_SCHEMAS_PROPERTY = "zync.writerSchemaIds"
+# Defaults of fields that some writer schemas lack ({"value.after.qty": {"default": 0, "absentIn": [3]}}):
+# a record written without the field reads as holding the default (Avro's schema resolution); the
+# raw table keeps the null it was written as, and macros/debezium/zync_field_defaults.sql puts it in.
+FIELD_DEFAULTS_PROPERTY = "zync.fieldDefaults"
 
 
 class ConcurrentIngestError(ZyncError):
@@ -114,7 +121,7 @@ class RawTable:
         self._exists = False
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
         self.last_rows: int | None = None  # rows of the last commit (Delta's numOutputRows), if known
-        self._connect_names: dict[str, str] | None = None  # as stored in CONNECT_NAMES_PROPERTY, once read
+        self._properties: dict[str, str] | None = None  # the table's properties, once read
 
     @property
     def label(self) -> str:
@@ -237,23 +244,51 @@ class RawTable:
 
     # --- Kafka Connect schema names ----------------------------------------
 
-    def note_connect_names(self, names: dict[str, str]) -> None:
-        """Keep the Connect schema names of the table's fields in its CONNECT_NAMES_PROPERTY.
-
-        A commit of its own (no rows: the resume point and the conflict checks, which look for
-        ingest transactions, ignore it), made only when a field with a new name appears; names
-        are never dropped, as the table never drops a field.
-        """
-        if self._connect_names is None:
+    def _stored(self, name: str, empty: Any) -> Any:
+        """A JSON table property as stored (read once per ingest; this ingest is its only writer)."""
+        if self._properties is None:
             rows = self.spark.sql(f"show tblproperties {self.sql_name}").collect()
-            stored = next((r["value"] for r in rows if r["key"] == CONNECT_NAMES_PROPERTY), None)
-            self._connect_names = json.loads(stored) if stored else {}
-        merged = {**self._connect_names, **names}
-        if merged == self._connect_names:
+            self._properties = {r["key"]: r["value"] for r in rows}
+        stored = self._properties.get(name)
+        return json.loads(stored) if stored else empty
+
+    def writer_schema_ids(self) -> dict[str, set[int]]:
+        """The writer schema ids of the table's key and value columns: as stored, or, for a table an
+        earlier version of zync wrote (no WRITER_SCHEMAS_PROPERTY yet), read from its rows once."""
+        stored = self._stored(WRITER_SCHEMAS_PROPERTY, None)
+        if stored is not None:
+            return {part: set(stored.get(part, [])) for part in ("key", "value")}
+        ids: dict[str, set[int]] = {"key": set(), "value": set()}
+        if self.exists():
+            for row in self.spark.sql(f"select distinct kafka.key_schema_id as key, kafka.value_schema_id as value "
+                                      f"from {self.sql_name}").collect():
+                for part in ids:
+                    if row[part] is not None:
+                        ids[part].add(row[part])
+        return ids
+
+    def note_writer_schemas(self, ids: dict[str, set[int]], connect_names: dict[str, str],
+                            field_defaults: dict[str, dict]) -> None:
+        """Keep what the table's writer schemas say beside it: their ids (WRITER_SCHEMAS_PROPERTY), the
+        Connect schema names of its fields (CONNECT_NAMES_PROPERTY) and the defaults of fields some
+        writers lack (FIELD_DEFAULTS_PROPERTY).
+
+        A commit of its own (no rows: the resume point and the conflict checks, which look for ingest
+        transactions, ignore it), made only when something changed: a new writer schema. Ids and
+        names are never dropped, as the table never drops a field.
+        """
+        wanted = {
+            WRITER_SCHEMAS_PROPERTY: {part: sorted(ids[part]) for part in ("key", "value")},
+            CONNECT_NAMES_PROPERTY: {**self._stored(CONNECT_NAMES_PROPERTY, {}), **connect_names},
+            FIELD_DEFAULTS_PROPERTY: field_defaults,
+        }
+        changed = {k: v for k, v in wanted.items() if v != self._stored(k, {})}
+        if not changed:
             return
-        text = json.dumps(merged, sort_keys=True).replace("\\", "\\\\").replace("'", "\\'")
-        self.spark.sql(f"alter table {self.sql_name} set tblproperties ('{CONNECT_NAMES_PROPERTY}' = '{text}')")
-        self._connect_names = merged
+        texts = {k: json.dumps(v, sort_keys=True).replace("\\", "\\\\").replace("'", "\\'") for k, v in changed.items()}
+        assignments = ", ".join(f"'{k}' = '{t}'" for k, t in texts.items())
+        self.spark.sql(f"alter table {self.sql_name} set tblproperties ({assignments})")
+        self._properties.update({k: json.dumps(v, sort_keys=True) for k, v in changed.items()})
 
     # --- the one-commit append ---------------------------------------------
 

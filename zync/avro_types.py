@@ -271,31 +271,23 @@ def avro_schema_for_struct(struct: T.StructType, name: str, namespace: str | Non
     return _avro(struct, name, namespace)
 
 
-def connect_names(avro_schema: Any) -> dict[str, str]:
-    """{dotted field path: Kafka Connect schema name} of every field whose type carries a `connect.name`.
-
-    Debezium's semantic types (`io.debezium.time.Date` on an int, `...ZonedTimestamp` on a string,
-    `io.debezium.data.VariableScaleDecimal` on a record) reach Avro only as this property, which
-    spark-avro drops; ingest keeps them beside the raw table (ingest/table.py) so that mirrors and
-    transforms can read the values as the types they stand for (macros/debezium/). The root itself
-    is the path "" (a key that is a bare semantic type). Named types are followed where they are
-    used; a union is followed through its one non-null branch, as spark_type reads it.
-    """
-    found: dict[str, str] = {}
+def _walk(avro_schema: Any, visit) -> None:
+    """Call visit(path, schema, field) for the root (path "", field None) and every record field
+    below it (its dotted path, its type resolved, the field's own definition). Named types are
+    followed where they are used; a union is followed through its one non-null branch, as
+    spark_type reads it (several branches end the walk there)."""
     r = _Resolver()
 
-    def walk(schema: Any, ns: str | None, path: str) -> None:
+    def walk(schema: Any, ns: str | None, path: str, field: dict | None) -> None:
         schema, ns = r.resolve(schema, ns)
         if isinstance(schema, list):
             branches, _ = _branches(schema)
             if len(branches) == 1:
-                walk(branches[0], ns, path)
+                walk(branches[0], ns, path, field)
             return
+        visit(path, schema, field)
         if not isinstance(schema, dict):
             return
-        name = schema.get("connect.name")
-        if isinstance(name, str):
-            found[path] = name
         kind = schema.get("type")
         if kind in ("record", "error"):
             full = _full_name(schema, ns)
@@ -304,13 +296,64 @@ def connect_names(avro_schema: Any) -> dict[str, str]:
             r.in_progress.add(full)
             inner_ns = full.rpartition(".")[0] or None
             for f in schema["fields"]:
-                walk(f["type"], inner_ns, f"{path}.{f['name']}" if path else f["name"])
+                walk(f["type"], inner_ns, f"{path}.{f['name']}" if path else f["name"], f)
             r.in_progress.discard(full)
             r.named[full] = schema
         elif kind in ("enum", "fixed"):
             r.named[_full_name(schema, ns)] = schema
         elif isinstance(kind, (list, dict)):
-            walk(kind, ns, path)
+            walk(kind, ns, path, field)
 
-    walk(avro_schema, None, "")
+    walk(avro_schema, None, "", None)
+
+
+def connect_names(avro_schema: Any) -> dict[str, str]:
+    """{dotted field path: Kafka Connect schema name} of every field whose type carries a `connect.name`.
+
+    Debezium's semantic types (`io.debezium.time.Date` on an int, `...ZonedTimestamp` on a string,
+    `io.debezium.data.VariableScaleDecimal` on a record) reach Avro only as this property, which
+    spark-avro drops; ingest keeps them beside the raw table (ingest/table.py) so that mirrors and
+    transforms can read the values as the types they stand for (macros/debezium/). The root itself
+    is the path "" (a key that is a bare semantic type).
+    """
+    found: dict[str, str] = {}
+
+    def visit(path: str, schema: Any, _field: dict | None) -> None:
+        if isinstance(schema, dict) and isinstance(schema.get("connect.name"), str):
+            found[path] = schema["connect.name"]
+
+    _walk(avro_schema, visit)
+    return found
+
+
+_DEFAULTABLE = {"boolean", "int", "long", "float", "double", "string", "enum"}
+
+
+def field_paths(avro_schema: Any) -> set[str]:
+    """The dotted paths of every record field a schema has (through records, as _walk reads them)."""
+    found: set[str] = set()
+    _walk(avro_schema, lambda path, _schema, field: found.add(path) if field is not None else None)
+    return found
+
+
+def field_defaults(avro_schema: Any) -> dict[str, Any]:
+    """{dotted field path: default} of every field whose schema gives it a non-null default of a
+    plain type (boolean, number, string, enum symbol; not bytes, logical types or containers).
+
+    A record written before such a field existed reads, in Avro's schema resolution, as holding
+    the default: `ALTER TABLE ... ADD COLUMN qty int NOT NULL DEFAULT 0` gives Debezium's schema
+    `qty` with default 0, and PostgreSQL's older rows hold 0. The raw table holds null for those
+    records (it keeps what was written); mirrors and transforms put the default in for them
+    (macros/debezium/zync_field_defaults.sql).
+    """
+    found: dict[str, Any] = {}
+
+    def visit(path: str, schema: Any, field: dict | None) -> None:
+        if field is None or field.get("default") is None:
+            return
+        kind = schema if isinstance(schema, str) else schema.get("type")
+        if kind in _DEFAULTABLE and not (isinstance(schema, dict) and "logicalType" in schema):
+            found[path] = field["default"]
+
+    _walk(avro_schema, visit)
     return found

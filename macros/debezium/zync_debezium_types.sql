@@ -10,15 +10,28 @@
   Turn it off with the dbt var `zync_debezium_types: false`.
 #}
 
-{#- {field path: Connect schema name} of a raw table, e.g. {'value.after.due': 'io.debezium.time.Date'}. -#}
-{% macro zync_connect_names(relation) -%}
-  {%- if not execute or not var('zync_debezium_types', true) -%}
-    {{ return({}) }}
+{#-
+  What a raw table's writer schemas say of its fields, kept beside it by
+  `zync from-kafka` (ingest/table.py) and read with one query:
+  - names: {field path: Connect schema name}, e.g.
+    {'value.after.due': 'io.debezium.time.Date'} ({} when the dbt var
+    `zync_debezium_types` is false);
+  - defaults: {field path: {'default': value, 'absentIn': [schema ids]}}
+    for fields some writers lack (zync_with_default).
+-#}
+{% macro zync_field_notes(relation) -%}
+  {%- set notes = {'names': {}, 'defaults': {}} -%}
+  {%- if not execute -%}
+    {{ return(notes) }}
   {%- endif -%}
-  {%- for row in run_query('show tblproperties ' ~ relation).rows if row[0] == 'zync.connectNames' -%}
-    {{ return(fromjson(row[1], {})) }}
+  {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
+    {%- if row[0] == 'zync.connectNames' and var('zync_debezium_types', true) -%}
+      {%- do notes.update({'names': fromjson(row[1], {})}) -%}
+    {%- elif row[0] == 'zync.fieldDefaults' -%}
+      {%- do notes.update({'defaults': fromjson(row[1], {})}) -%}
+    {%- endif -%}
   {%- endfor -%}
-  {{ return({}) }}
+  {{ return(notes) }}
 {%- endmacro %}
 
 
@@ -108,26 +121,75 @@ end), 1) end
 
 
 {#
-  A raw table's top-level column (`key` or `value`) with every field named in
-  `names` (zync_connect_names) typed; fields and structs without one are
-  passed as they are. Rebuilds only the structs on a typed field's path
-  (e.g. value.after), keeping a null struct null.
+  A field a record was written without, as Avro's schema resolution reads
+  it: the reader schema's default. `ALTER TABLE ... ADD COLUMN qty int NOT
+  NULL DEFAULT 0` gives PostgreSQL's older rows 0, and Debezium's schema
+  `qty` with default 0, but the records of those rows written before the
+  column existed hold no `qty`: the raw table keeps them null (what was
+  written), and mirrors and transforms read them as the default. `sql` is
+  the field, `parent` its record (null in a delete's `after`: kept null),
+  `schema_id` the row's writer schema id, `default` {default, absentIn}.
 #}
-{% macro zync_typed_column(relation, path, names, alias=none) -%}
+{% macro zync_with_default(sql, parent, schema_id, default) -%}
+  {{ return('case when ' ~ parent ~ ' is not null and ' ~ schema_id ~ ' in (' ~ default['absentIn'] | join(', ')
+            ~ ') then ' ~ zync_default_literal(default['default']) ~ ' else ' ~ sql ~ ' end') }}
+{%- endmacro %}
+
+
+{#- An Avro field default (boolean, number or string) as a Spark SQL literal. -#}
+{% macro zync_default_literal(value) -%}
+  {%- if value is boolean -%}
+    {{ return('true' if value else 'false') }}
+  {%- elif value is number -%}
+    {{ return(value | string) }}
+  {%- endif -%}
+  {{ return("'" ~ (value | string | replace("\\", "\\\\") | replace("'", "\\'")) ~ "'") }}
+{%- endmacro %}
+
+
+{#
+  {mirror column: its default as typed SQL} for the mirror's default columns
+  (the fields of `value`.`after`) that some of the raw table's writers lack:
+  what a mirror row written before the column existed holds (zync_mirror's
+  schema evolution fills them in).
+#}
+{% macro zync_after_defaults(relation) -%}
+  {%- set notes = zync_field_notes(relation) -%}
+  {%- set found = {} -%}
+  {%- for path, default in notes.defaults.items() if path.startswith('value.after.') and path.count('.') == 2 -%}
+    {%- set literal = zync_default_literal(default['default']) -%}
+    {%- do found.update({path.split('.')[2] | lower: zync_debezium_typed(literal, notes.names[path]) if path in notes.names else literal}) -%}
+  {%- endfor -%}
+  {{ return(found) }}
+{%- endmacro %}
+
+
+{#
+  A raw table's top-level column (`key` or `value`) with every field named in
+  `notes` (zync_field_notes) typed and defaulted; fields and structs without
+  a note are passed as they are. Rebuilds only the structs on a noted field's
+  path (e.g. value.after), keeping a null struct null.
+#}
+{% macro zync_typed_column(relation, path, notes, alias=none) -%}
+  {%- set prefix = (alias ~ '.') if alias else '' -%}
   {%- set quoted = [] -%}
   {%- for part in path.split('.') -%}{%- do quoted.append(adapter.quote(part)) -%}{%- endfor -%}
-  {%- set sql = ((alias ~ '.') if alias else '') ~ quoted | join('.') -%}
-  {%- if path in names -%}
-    {{ return(zync_debezium_typed(sql, names[path])) }}
+  {%- set sql = prefix ~ quoted | join('.') -%}
+  {%- if path in notes.defaults and quoted | length > 1 -%}
+    {%- set schema_id = prefix ~ '`kafka`.' ~ adapter.quote(path.split('.')[0] ~ '_schema_id') -%}
+    {%- set sql = zync_with_default(sql, prefix ~ quoted[:-1] | join('.'), schema_id, notes.defaults[path]) -%}
+  {%- endif -%}
+  {%- if path in notes.names -%}
+    {{ return(zync_debezium_typed(sql, notes.names[path])) }}
   {%- endif -%}
   {%- set below = [] -%}
-  {%- for name in names if name.startswith(path ~ '.') -%}{%- do below.append(name) -%}{%- endfor -%}
+  {%- for name in (notes.names | list) + (notes.defaults | list) if name.startswith(path ~ '.') -%}{%- do below.append(name) -%}{%- endfor -%}
   {%- if not below -%}
     {{ return(sql) }}
   {%- endif -%}
   {%- set fields = [] -%}
   {%- for row in run_query('describe query select ' ~ quoted | join('.') ~ '.* from ' ~ relation).rows -%}
-    {%- do fields.append(dbt.string_literal(row[0]) ~ ', ' ~ zync_typed_column(relation, path ~ '.' ~ row[0], names, alias)) -%}
+    {%- do fields.append(dbt.string_literal(row[0]) ~ ', ' ~ zync_typed_column(relation, path ~ '.' ~ row[0], notes, alias)) -%}
   {%- endfor -%}
   {{ return('case when ' ~ sql ~ ' is null then null else named_struct(' ~ fields | join(', ') ~ ') end') }}
 {%- endmacro %}

@@ -15,12 +15,12 @@
 #}
 {% macro zync_pending(relation, topic, state) -%}
 {%- set pending_sql -%}
-{%- set connect_names = zync_connect_names(relation) -%}
-{%- if connect_names %}
+{%- set notes = zync_field_notes(relation) -%}
+{%- if notes.names or notes.defaults %}
 select
     {%- for column in adapter.get_columns_in_relation(relation) %}
     {%- if column.name | lower in ('key', 'value') %}
-    {{ zync_typed_column(relation, column.name | lower, connect_names, alias='input') }} as {{ adapter.quote(column.name | lower) }}{{ "," if not loop.last }}
+    {{ zync_typed_column(relation, column.name | lower, notes, alias='input') }} as {{ adapter.quote(column.name | lower) }}{{ "," if not loop.last }}
     {%- else %}
     input.{{ adapter.quote(column.name) }}{{ "," if not loop.last }}
     {%- endif %}

@@ -46,7 +46,8 @@
     {%- endcall -%}
     {%- set read_from = zync_mirror_unmoved_cursor(target_relation, changes_relation) -%}
     {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
-    {%- set columns = zync_mirror_evolve_schema(target_relation, changes_relation) -%}
+    {%- set columns = zync_mirror_evolve_schema(target_relation, changes_relation,
+                                               zync_after_defaults(zync_mirror_source()) if settings.columns is none else {}) -%}
     {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, columns, settings.delete,

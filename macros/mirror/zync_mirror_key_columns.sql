@@ -15,10 +15,10 @@
     {{ return([['key', '`key`']]) }}
   {%- endif -%}
   {%- set names = run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
-  {%- set connect_names = zync_connect_names(source_relation) -%}
+  {%- set notes = zync_field_notes(source_relation) -%}
   {%- set columns = [] -%}
   {%- for name in names -%}
-    {%- do columns.append([name, zync_typed_column(source_relation, 'key.' ~ name, connect_names)]) -%}
+    {%- do columns.append([name, zync_typed_column(source_relation, 'key.' ~ name, notes)]) -%}
   {%- endfor -%}
   {{ return(columns) }}
 {%- endmacro %}
@@ -39,10 +39,10 @@
   {%- endif -%}
   {%- set taken = key | map('first') | map('lower') | list -%}
   {%- set names = run_query('select `value`.`after`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
-  {%- set connect_names = zync_connect_names(source_relation) -%}
+  {%- set notes = zync_field_notes(source_relation) -%}
   {%- set result = [] -%}
   {%- for name in names if name | lower not in taken -%}
-    {%- do result.append([name, zync_typed_column(source_relation, 'value.after.' ~ name, connect_names)]) -%}
+    {%- do result.append([name, zync_typed_column(source_relation, 'value.after.' ~ name, notes)]) -%}
   {%- endfor -%}
   {{ return(result) }}
 {%- endmacro %}

@@ -16,7 +16,7 @@ import fastavro
 import pytest
 from pyspark.sql import types as T
 
-from zync.avro_types import AvroTypeError, spark_type, value_converter
+from zync.avro_types import AvroTypeError, connect_names, field_defaults, field_paths, spark_type, value_converter
 
 UTC = dt.timezone.utc
 
@@ -218,3 +218,35 @@ def test_debezium_value_shape():
     datum = {"before": None, "after": {"id": 1, "email": "a@b"},
              "source": {"connector": "mysql", "ts_ms": 5, "snapshot": "false"}, "op": "c", "ts_ms": 6}
     assert converted(schema, datum) == (None, (1, "a@b"), ("mysql", 5, "false"), "c", 6)
+
+
+# Debezium's envelope after `ALTER TABLE items ADD COLUMN qty integer NOT NULL DEFAULT 0` and
+# `ADD COLUMN status text DEFAULT 'new'` (as its Avro converter registers it, trimmed).
+DEBEZIUM_VALUE = {"type": "record", "name": "Envelope", "namespace": "dbze.public.items", "fields": [
+    {"name": "before", "type": ["null", {"type": "record", "name": "Value", "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "due", "type": ["null", {"type": "int", "connect.name": "io.debezium.time.Date"}], "default": None},
+        {"name": "qty", "type": {"type": "int", "connect.default": 0}, "default": 0},
+        {"name": "status", "type": [{"type": "string", "connect.default": "new"}, "null"], "default": "new"},
+        {"name": "born", "type": {"type": "int", "logicalType": "date"}, "default": 0},
+        {"name": "blob", "type": "bytes", "default": "\u00ff"},
+    ]}], "default": None},
+    {"name": "after", "type": ["null", "Value"], "default": None},
+    {"name": "op", "type": "string"},
+]}
+
+
+def test_field_paths_follow_named_types_and_unions():
+    paths = field_paths(DEBEZIUM_VALUE)
+    assert {"before", "after", "op", "after.qty", "before.qty", "after.status"} <= paths
+    assert "after.missing" not in paths and "" not in paths
+
+
+def test_field_defaults_are_the_plain_non_null_ones():
+    # A logical type's default is in its underlying encoding and bytes defaults are code points:
+    # neither is what the raw table's column holds, so neither is noted.
+    assert field_defaults(DEBEZIUM_VALUE) == {"before.qty": 0, "before.status": "new", "after.qty": 0, "after.status": "new"}
+
+
+def test_connect_names_reach_fields_through_unions():
+    assert connect_names(DEBEZIUM_VALUE) == {"before.due": "io.debezium.time.Date", "after.due": "io.debezium.time.Date"}
