@@ -429,24 +429,36 @@ class Ingest:
 
     def _note_writer_schemas(self, state: TopicState) -> None:
         """Record beside the table what its writer schemas say of its fields (after a commit): their
-        Connect schema names, and the defaults of fields that some of the table's writers lack."""
+        Connect schema names, and the defaults of fields that some of the table's writers lack.
+
+        The table's writer ids are kept only once a writer has defaults (Debezium's all do), so a
+        table of plain schemas stays at one commit per batch."""
         if self.shaper_sql:
             return  # a shaper's columns are its own
-        ids = state.table.writer_schema_ids()
-        names: dict[str, str] = {}
-        defaults: dict[str, dict] = {}
-        for part in ("key", "value"):
-            ids[part] |= state.accepted[part]
-            schemas = {}
-            for schema_id in sorted(ids[part]):
+        schemas: dict[str, dict[int, dict]] = {"key": {}, "value": {}}
+
+        def schemas_of(part: str, schema_ids) -> None:
+            for schema_id in sorted(set(schema_ids) - set(schemas[part])):
                 try:
-                    schemas[schema_id] = self.registry.schema(schema_id).schema
+                    schemas[part][schema_id] = self.registry.schema(schema_id).schema
                 except DecodeError:
-                    continue  # deleted from the registry since: nothing to learn from it
-            fields = {schema_id: field_paths(schema) for schema_id, schema in schemas.items()}
-            for schema_id, schema in schemas.items():  # in id order: the newest writer's default wins
-                for path, name in connect_names(schema).items():
-                    names[f"{part}.{path}" if path else part] = name
+                    pass  # deleted from the registry since: nothing to learn from it
+
+        for part in ("key", "value"):
+            schemas_of(part, state.accepted[part])
+        names = {f"{part}.{path}" if path else part: name
+                 for part in ("key", "value") for schema in schemas[part].values()
+                 for path, name in connect_names(schema).items()}
+        ids = None
+        if any(field_defaults(schema) for part in schemas.values() for schema in part.values()):
+            ids = state.table.writer_schema_ids()
+            for part in ("key", "value"):
+                ids[part] |= state.accepted[part]
+                schemas_of(part, ids[part])
+        defaults: dict[str, dict] = {}
+        for part, by_id in schemas.items() if ids is not None else ():
+            fields = {schema_id: field_paths(schema) for schema_id, schema in by_id.items()}
+            for schema_id, schema in sorted(by_id.items()):  # in id order: the newest writer's default wins
                 for path, default in field_defaults(schema).items():
                     lacking = sorted(i for i, paths in fields.items() if path not in paths)
                     if lacking:

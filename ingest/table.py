@@ -267,21 +267,21 @@ class RawTable:
                         ids[part].add(row[part])
         return ids
 
-    def note_writer_schemas(self, ids: dict[str, set[int]], connect_names: dict[str, str],
+    def note_writer_schemas(self, ids: dict[str, set[int]] | None, connect_names: dict[str, str],
                             field_defaults: dict[str, dict]) -> None:
         """Keep what the table's writer schemas say beside it: their ids (WRITER_SCHEMAS_PROPERTY), the
         Connect schema names of its fields (CONNECT_NAMES_PROPERTY) and the defaults of fields some
-        writers lack (FIELD_DEFAULTS_PROPERTY).
+        writers lack (FIELD_DEFAULTS_PROPERTY); ids None (no writer
+        of this run has defaults) leaves the stored ids and defaults as they are.
 
         A commit of its own (no rows: the resume point and the conflict checks, which look for ingest
         transactions, ignore it), made only when something changed: a new writer schema. Ids and
         names are never dropped, as the table never drops a field.
         """
-        wanted = {
-            WRITER_SCHEMAS_PROPERTY: {part: sorted(ids[part]) for part in ("key", "value")},
-            CONNECT_NAMES_PROPERTY: {**self._stored(CONNECT_NAMES_PROPERTY, {}), **connect_names},
-            FIELD_DEFAULTS_PROPERTY: field_defaults,
-        }
+        wanted: dict[str, Any] = {CONNECT_NAMES_PROPERTY: {**self._stored(CONNECT_NAMES_PROPERTY, {}), **connect_names}}
+        if ids is not None:  # the defaults are worked out over every writer id, so they go with them
+            wanted[WRITER_SCHEMAS_PROPERTY] = {part: sorted(ids[part]) for part in ("key", "value")}
+            wanted[FIELD_DEFAULTS_PROPERTY] = field_defaults
         changed = {k: v for k, v in wanted.items() if v != self._stored(k, {})}
         if not changed:
             return
