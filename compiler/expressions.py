@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from compiler.spec import Text, TransformError
 
@@ -22,17 +22,21 @@ _STATEMENTS = (exp.Query, exp.Command, exp.Create, exp.Drop, exp.Insert, exp.Upd
 
 
 def parse(text: Text) -> exp.Expression:
-    """Parse one SQL expression; statements, subqueries and `;` are refused."""
-    if ";" in text.sql:
-        raise TransformError(text.where, "only a SQL expression is allowed here, not statements (found `;`)", text.sql)
+    """Parse one SQL expression; statements (two separated by `;`), queries and subqueries are refused.
+    A `;` inside a string literal is text (sqlglot's tokenizer tells them apart)."""
     try:
-        tree = sqlglot.parse_one(text.sql, read=DIALECT)
+        trees = [t for t in sqlglot.parse(text.sql, read=DIALECT) if t is not None]
     except ParseError as e:
         message = e.errors[0]["description"] if e.errors else str(e)
         raise TransformError(text.where, f"not a valid SQL expression: {message}", text.sql) from None
-    if tree is None or any(isinstance(node, _STATEMENTS) for node in tree.walk()):
+    except TokenError as e:  # an unterminated string or quoted name, for one
+        cause = f": {e.__cause__}" if e.__cause__ else ""
+        raise TransformError(text.where, f"not a valid SQL expression: {e}{cause}", text.sql) from None
+    if len(trees) > 1:
+        raise TransformError(text.where, "only a SQL expression is allowed here, not statements (found `;`)", text.sql)
+    if not trees or any(isinstance(node, _STATEMENTS) for node in trees[0].walk()):
         raise TransformError(text.where, "only a SQL expression is allowed here, not a query or statement", text.sql)
-    return tree
+    return trees[0]
 
 
 def _first_part(column: exp.Column) -> exp.Identifier:

@@ -37,10 +37,10 @@ from compiler.spec import (
     Where,
     _check_keys,
     _identifier,
-    _LineLoader,
     _require,
     _topic,
     _where,
+    read_yaml,
 )
 from zync.errors import ZyncError
 from zync.tables import raw_table_name
@@ -74,19 +74,9 @@ class MirrorFile:
         return tuple((m.model, Input(m.topic, m.table, m.where)) for m in self.mirrors)
 
 
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.load(path.read_text(), Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as e:
-        line = e.problem_mark.line + 1 if e.problem_mark else 1
-        raise TransformError(Where(path, line), f"not valid YAML: {e.problem}") from None
-    except OSError as e:
-        raise ZyncError(f"{path}: cannot read it: {e.strerror}") from None
-
-
 def is_mirror_file(path: Path) -> bool:
     """Whether a file under transforms/ is a mirror file (its top level has `mirrors:`)."""
-    raw = _read_yaml(path)
+    raw = read_yaml(path)
     return isinstance(raw, dict) and "mirrors" in raw
 
 
@@ -145,7 +135,7 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror:
 
 def load_mirrors(path: Path) -> MirrorFile:
     """Parse and check one mirror file; raise TransformError naming the line of the first problem."""
-    raw = _read_yaml(path)
+    raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise TransformError(Where(path, 1), "expected a mapping with a `mirrors:` list")
     if set(raw) - {"mirrors"}:

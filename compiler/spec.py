@@ -309,15 +309,31 @@ def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str,
     )
 
 
-def load_transform(path: Path) -> Transform:
-    """Parse one transform file; raise TransformError naming the line of the first problem."""
+def read_yaml(path: Path) -> Any:
+    """A transform or mirror file's YAML, each mapping and list knowing its line; a file that is not
+    YAML (or not UTF-8 text) raises TransformError at the line of the problem."""
     try:
-        raw = yaml.load(path.read_text(), Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise TransformError(Where(path, line), f"not UTF-8 text (byte {e.object[e.start]:#04x}); save the file as UTF-8") from None
+    except OSError as e:
+        raise ZyncError(f"{path}: cannot read it: {e.strerror}") from None
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else 1
         raise TransformError(Where(path, line), f"not valid YAML: {e.problem}") from None
-    except OSError as e:
-        raise ZyncError(f"{path}: cannot read it: {e.strerror}") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow: no mark, a position
+        line = text[:e.position].count("\n") + 1
+        raise TransformError(Where(path, line), f"not valid YAML: character {e.character!r} is not allowed ({e.reason})") from None
+    except yaml.YAMLError as e:
+        raise TransformError(Where(path, 1), f"not valid YAML: {e}") from None
+
+
+def load_transform(path: Path) -> Transform:
+    """Parse one transform file; raise TransformError naming the line of the first problem."""
+    raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise TransformError(Where(path, 1), "expected a mapping with inputs, output and transforms")
     _check_keys(path, raw, {"inputs", "output", "transforms", "lookups"}, "transform file")
