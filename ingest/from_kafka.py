@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import types as T
@@ -351,10 +351,8 @@ class Ingest:
             finally:
                 consumer.close()
 
-    @staticmethod
-    def _check(msg) -> None:
-        if msg.error() and msg.error().code() != KafkaError._PARTITION_EOF:
-            raise ZyncError(f"consuming {msg.topic()}: {msg.error()}")
+    def _check(self, msg) -> None:
+        kafka_client.is_record(self.target, msg)  # raises for an error; a partition's end passes
 
     # --- the Spark reader ------------------------------------------------------
 

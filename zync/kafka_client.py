@@ -78,9 +78,31 @@ def _metadata(target: Target, topic: str | None):
 def partitions(target: Target, topic: str) -> list[int]:
     """The topic's partition ids; a ZyncError if it does not exist."""
     entry = _metadata(target, topic).topics.get(topic)
+    if entry is not None and entry.error is not None and entry.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise ZyncError(not_authorized(target, topic, "Describe"))
     if entry is None or entry.error is not None:
         raise ZyncError(f"topic {topic} does not exist on {_where(target)}")
     return sorted(entry.partitions)
+
+
+def is_record(target: Target, msg: Any) -> bool:
+    """Whether a consumed message is a record: False for a partition's end; a ZyncError for any other
+    error (an ACL that refuses reading the topic named as such)."""
+    error = msg.error()
+    if error is None:
+        return True
+    if error.code() == KafkaError._PARTITION_EOF:
+        return False
+    if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise ZyncError(not_authorized(target, msg.topic(), "Read"))
+    raise ZyncError(f"consuming {msg.topic()}: {error}")
+
+
+def not_authorized(target: Target, topic: str, operation: str) -> str:
+    """The message for a topic the target's principal may not use (the broker's ACLs refuse it)."""
+    who = target.kafka.get("sasl.username") or target.kafka.get("ssl.certificate.location") or "the anonymous user"
+    return (f"not authorized to {operation.lower()} topic {topic} on {_where(target)} as {who}: ask the cluster's "
+            f"admin for {operation} (and Describe) ACLs on it for this principal, or use another target")
 
 
 def topic_exists(target: Target, topic: str) -> bool:

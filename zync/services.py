@@ -193,6 +193,12 @@ def _write_kafka_config(service: Service) -> None:
             "inter.broker.listener.name=PLAINTEXT",
             "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
             *local_security.listener_properties(folder, sasl_port, tls_port),
+            # ACLs as a secured cluster has them: a resource with ACLs admits only whom they allow;
+            # one without admits everyone (this broker is for one developer), and the loopback
+            # PLAINTEXT and controller listeners (principal ANONYMOUS) may do anything.
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found=true",
+            "super.users=User:ANONYMOUS",
             f"log.dirs={folder / 'data'}",
             "num.partitions=1",
             "offsets.topic.replication.factor=1",

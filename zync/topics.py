@@ -124,10 +124,8 @@ def consume(target: Target, topic: str, from_beginning: bool = False, exit_after
                 if not behind and exit_after is not None and time.monotonic() - last_message >= exit_after:
                     return
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise ZyncError(f"consuming {topic}: {msg.error()}")
+            if not kafka_client.is_record(target, msg):
+                continue
             last_message = time.monotonic()
             if msg.partition() in behind and msg.offset() + 1 >= behind[msg.partition()]:
                 del behind[msg.partition()]

@@ -19,8 +19,9 @@ from zync.config import load_target, state_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 ZYNC = [str(Path(sys.executable).parent / "zync")]  # the installed command, as users run it
-# Where a secret may be: the files that hold it on purpose.
-KEPT_IN = ("security",)  # the broker's TLS material and SASL password file: state/kafka/security/
+# Where a secret may be: the files that hold it on purpose (the broker's TLS material and password
+# file, and its server.properties, which holds PLAIN's user list as Kafka wants it).
+KEPT = ("kafka/security/", "kafka/server.properties")
 
 
 def key_lines(path: Path) -> list[str]:
@@ -35,11 +36,13 @@ def zync(*args: str, env: dict[str, str], stdin: str | None = None) -> str:
 
 
 def written_files(*folders: Path) -> list[Path]:
+    """Every file under the folders but the ones that keep a secret on purpose and table data."""
     found = []
     for folder in folders:
         if folder.is_dir():
-            found += [p for p in folder.rglob("*") if p.is_file() and not set(p.relative_to(folder).parts) & set(KEPT_IN)
-                      and p.stat().st_size < 50_000_000 and "_delta_log" not in p.parts and "warehouse" not in p.parts]
+            found += [p for p in folder.rglob("*") if p.is_file()
+                      and not p.relative_to(folder).as_posix().startswith(KEPT)
+                      and "warehouse" not in p.parts and p.stat().st_size < 50_000_000]
     return found
 
 
