@@ -61,9 +61,9 @@ def test_no_secret_in_any_output_log_or_generated_file(target, secrets):
     printed = []
     for name in ("local-sasl", "local-mtls"):
         topic = f"security_scan_{name.replace('-', '_')}"
-        printed.append(zync("produce", "--target", name, "--topic", topic, env=env,
+        printed.append(zync("produce", "--target", name, "--topic", topic, "-", env=env,
                             stdin='{"key": {"id": 1}, "value": {"id": 1, "v": "a"}}\n'))
-        printed.append(zync("consume", "--target", name, "--topic", topic, "--from-beginning", "--exit-after", "2s", env=env))
+        printed.append(zync("consume", "--target", name, "--topic", topic, "--from-beginning", "--exit-after", "1s", env=env))
         printed.append(zync("ls", "--target", name, env=env))
         printed.append(zync("from-kafka", "--target", name, "--topic", topic, "--exit-after", "1s", env=env))
     load_target.cache_clear()
