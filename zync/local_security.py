@@ -1,23 +1,29 @@
 """TLS material and SASL credentials for the embedded broker's secured listeners.
 
-At first `zync up`, openssl makes a private CA, a broker certificate for
-127.0.0.1/localhost and a client certificate, under <state>/kafka/security/,
-and a random password for the SASL user `zync` (SCRAM-SHA-512 and PLAIN).
-They never leave the state folder; the secured targets in profiles/zync.yml
-point at the CA file and take the password from $ZYNC_KAFKA_PASSWORD.
+At first `zync up`, a private CA, a broker certificate for 127.0.0.1/localhost
+and a client certificate are made (with `cryptography`, so no openssl binary is
+needed) under <state>/kafka/security/, with a random password for the SASL user
+`zync` (SCRAM-SHA-512 and PLAIN). They never leave the state folder; the
+secured targets in profiles/zync.yml point at the CA file and take the password
+from $ZYNC_KAFKA_PASSWORD.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import ipaddress
 import secrets
-import shutil
-import subprocess
 from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from zync.errors import ZyncError
 
 SASL_USER = "zync"
-DAYS = "3650"
+VALID_FOR = dt.timedelta(days=3650)
 
 
 def security_dir(kafka_folder: Path) -> Path:
@@ -32,21 +38,31 @@ def sasl_password(kafka_folder: Path) -> str:
     return path.read_text().strip()
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    if shutil.which("openssl") is None:
-        raise ZyncError("openssl is needed to make the embedded broker's TLS certificates: install it "
-                        "(apt-get install openssl) and run `zync up` again")
-    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise ZyncError(f"openssl {args[0]} failed in {cwd}: {result.stderr.strip()[-400:]}")
+def _key_pem(key: rsa.RSAPrivateKey) -> bytes:
+    # Kafka's PEM keystore reads unencrypted PKCS#8 keys only.
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
 
 
-def _signed(cwd: Path, name: str, subject: str, extensions: str) -> None:
-    _openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", f"{name}-key.pem", cwd=cwd)
-    _openssl("req", "-new", "-key", f"{name}-key.pem", "-subj", subject, "-out", f"{name}.csr", cwd=cwd)
-    (cwd / f"{name}.ext").write_text(extensions)
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
-             "-days", DAYS, "-sha256", "-extfile", f"{name}.ext", "-out", f"{name}.pem", cwd=cwd)
+def _certificate(subject: str, key: rsa.RSAPrivateKey, issuer: x509.Name, issuer_key: rsa.RSAPrivateKey,
+                 extensions: list[tuple[x509.ExtensionType, bool]]) -> x509.Certificate:
+    now = dt.datetime.now(dt.timezone.utc)
+    builder = (x509.CertificateBuilder()
+               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .issuer_name(issuer)
+               .public_key(key.public_key())
+               .serial_number(x509.random_serial_number())
+               .not_valid_before(now - dt.timedelta(minutes=5))
+               .not_valid_after(now + VALID_FOR))
+    for extension, critical in extensions:
+        builder = builder.add_extension(extension, critical=critical)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> None:
+    path.write_bytes(data)
+    if private:
+        path.chmod(0o600)
 
 
 def ensure_material(kafka_folder: Path) -> bool:
@@ -57,13 +73,36 @@ def ensure_material(kafka_folder: Path) -> bool:
         return False
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem",
-             "-days", DAYS, "-subj", "/CN=zync embedded broker CA", cwd=folder)
-    _signed(folder, "broker", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _signed(folder, "client", "/CN=zync-client", "extendedKeyUsage=clientAuth\n")
+
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zync embedded broker CA")])
+    ca = _certificate("zync embedded broker CA", ca_key, ca_name, ca_key, [
+        (x509.BasicConstraints(ca=True, path_length=None), True),
+        (x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                       key_encipherment=False, data_encipherment=False, key_agreement=False,
+                       encipher_only=False, decipher_only=False), True),
+        (x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False),
+    ])
+    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
+    _write(folder / "ca.pem", ca_pem)
+    _write(folder / "ca-key.pem", _key_pem(ca_key), private=True)
+
+    leaves = {
+        "broker": ("localhost", [(x509.SubjectAlternativeName(
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), False)]),
+        "client": ("zync-client", [(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), False)]),
+    }
+    for name, (subject, extensions) in leaves.items():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        certificate = _certificate(subject, key, ca.subject, ca_key, [
+            *extensions,
+            (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
+        ])
+        _write(folder / f"{name}-key.pem", _key_pem(key), private=True)
+        _write(folder / f"{name}.pem", certificate.public_bytes(serialization.Encoding.PEM))
     # Kafka's PEM keystore: the PKCS#8 key, then the certificate chain, in one file.
-    (folder / "broker-keystore.pem").write_text(
-        (folder / "broker-key.pem").read_text() + (folder / "broker.pem").read_text() + (folder / "ca.pem").read_text())
+    _write(folder / "broker-keystore.pem",
+           (folder / "broker-key.pem").read_bytes() + (folder / "broker.pem").read_bytes() + ca_pem, private=True)
     password = secrets.token_urlsafe(18)
     done.write_text(password + "\n")
     done.chmod(0o600)

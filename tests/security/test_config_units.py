@@ -39,3 +39,38 @@ def test_secrets_never_show_in_a_target_or_a_registry_url():
     assert redacted(target.kafka) == {"bootstrap.servers": "b:1", "sasl.password": "***"}
     assert Registry({"url": "http://me:hunter2@r:8081/x"}).url == "http://r:8081/x"
     assert project_dir().is_dir()
+
+
+def test_the_embedded_tls_material_chains_to_its_ca_once(tmp_path):
+    """What the broker's PEM keystore and the clients need: leaves signed by the CA, the broker named
+    for 127.0.0.1 and localhost, a client certificate for client auth, unencrypted PKCS#8 keys."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from zync import local_security
+
+    assert local_security.ensure_material(tmp_path) is True
+    folder = local_security.security_dir(tmp_path)
+    first = {path.name: path.read_bytes() for path in folder.iterdir()}
+    assert local_security.ensure_material(tmp_path) is False  # made once, never replaced
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == first
+
+    ca = x509.load_pem_x509_certificate(first["ca.pem"])
+    broker = x509.load_pem_x509_certificate(first["broker.pem"])
+    client = x509.load_pem_x509_certificate(first["client.pem"])
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    for leaf in (broker, client):
+        leaf.verify_directly_issued_by(ca)
+    names = broker.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    assert names.get_values_for_type(x509.DNSName) == ["localhost"]
+    usage = client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    for key in ("ca-key.pem", "broker-key.pem", "client-key.pem"):
+        assert first[key].startswith(b"-----BEGIN PRIVATE KEY-----")
+        assert (folder / key).stat().st_mode & 0o077 == 0
+    keystore = first["broker-keystore.pem"]
+    assert keystore == first["broker-key.pem"] + first["broker.pem"] + first["ca.pem"]
+    assert len(local_security.sasl_password(tmp_path)) >= 20
