@@ -1,8 +1,10 @@
 """Input schemas for checking expressions: from a raw table's Delta log, without starting Spark.
 
 A schema is Delta's JSON struct type ({"type": "struct", "fields": [...]}).
-`field_path_error` says what is wrong with a field path, naming the fields
-that exist, or returns None when the path resolves.
+The log is read with delta-rs (`deltalake`), which follows checkpoints, so a
+table whose early commits were cleaned up after a checkpoint still has its
+schema. `field_path_error` says what is wrong with a field path, naming the
+fields that exist, or returns None when the path resolves.
 """
 
 from __future__ import annotations
@@ -11,22 +13,24 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
 Schema = dict[str, Any]
 SchemaSource = Callable[[str], "Schema | None"]
 
 
-def delta_log_schemas(warehouse: Path, database: str) -> SchemaSource:
-    """A lookup table name -> its current schema, read from <warehouse>/<database>.db/<table>/_delta_log."""
+def delta_table_schemas(warehouse: Path, database: str) -> SchemaSource:
+    """A lookup table name -> its current schema, None for a table not (yet) written.
+
+    Tables are found where the catalog's managed tables live: <warehouse>/<database>.db/<table>.
+    """
 
     def lookup(table: str) -> Schema | None:
-        log = warehouse / f"{database}.db" / table / "_delta_log"
-        schema = None
-        for commit in sorted(log.glob("*.json")):
-            for line in commit.read_text().splitlines():
-                action = json.loads(line) if line.strip() else {}
-                if "metaData" in action:
-                    schema = json.loads(action["metaData"]["schemaString"])
-        return schema
+        try:
+            return json.loads(DeltaTable(str(warehouse / f"{database}.db" / table)).schema().to_json())
+        except TableNotFoundError:
+            return None
 
     return lookup
 

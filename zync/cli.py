@@ -97,12 +97,12 @@ def cmd_etl_compile(args: argparse.Namespace) -> None:
     files = [Path(f) for f in args.files] or transform_files(root)
     if not files:
         raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
-    from compiler.schemas import delta_log_schemas
+    from compiler.schemas import delta_table_schemas
 
     target = _target(args)
     warehouse = Path(target.spark_conf.get("spark.sql.warehouse.dir", root / "spark-warehouse"))
     notes: list[str] = []
-    generated = compile_transforms(files, root, schemas=delta_log_schemas(warehouse, target.schema), notes=notes)
+    generated = compile_transforms(files, root, schemas=delta_table_schemas(warehouse, target.schema), notes=notes)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     written = write_outputs(generated, root)

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from compiler import compile_transforms, write_outputs
-from compiler.schemas import SchemaSource, delta_log_schemas
+from compiler.schemas import SchemaSource, delta_table_schemas
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "zync"
@@ -90,7 +90,7 @@ def make_project(tmp_path: Path, spark, transforms: dict[str, str], seeds: dict[
 def warehouse_schemas(spark) -> SchemaSource:
     """The raw tables' schemas as `zync etl compile` reads them: from their Delta logs in the warehouse."""
     warehouse = Path(urlparse(spark.conf.get("spark.sql.warehouse.dir")).path)
-    return delta_log_schemas(warehouse, SCHEMA)
+    return delta_table_schemas(warehouse, SCHEMA)
 
 
 def drop_tables(spark, *relations: str) -> None:

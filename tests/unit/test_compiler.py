@@ -211,20 +211,22 @@ def _delta_table(warehouse: Path, table: str, schema: dict) -> None:
 
     log = warehouse / "zync.db" / table / "_delta_log"
     log.mkdir(parents=True)
+    metadata = {"id": "test", "format": {"provider": "parquet", "options": {}}, "schemaString": json.dumps(schema),
+                "partitionColumns": [], "configuration": {}, "createdTime": 0}
     (log / "00000000000000000000.json").write_text(
-        json.dumps({"protocol": {"minReaderVersion": 1}}) + "\n" + json.dumps({"metaData": {"schemaString": json.dumps(schema)}}) + "\n"
+        json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}) + "\n" + json.dumps({"metaData": metadata}) + "\n"
     )
 
 
 def test_field_paths_are_checked_against_the_raw_tables_delta_schema(tmp_path):
-    from compiler.schemas import delta_log_schemas
+    from compiler.schemas import delta_table_schemas
 
     _delta_table(tmp_path / "wh", "raw_a", RAW_A_SCHEMA)
     text = GOOD.replace("key: left.key", "key: left.value.after.nmae")
     path = write(tmp_path, text)
     notes: list[str] = []
     with pytest.raises(TransformError) as error:
-        compile_transforms([path], tmp_path, schemas=delta_log_schemas(tmp_path / "wh", "zync"), notes=notes)
+        compile_transforms([path], tmp_path, schemas=delta_table_schemas(tmp_path / "wh", "zync"), notes=notes)
     message = str(error.value)
     assert f"{path}:12:" in message
     assert "unknown field `nmae` in `value.after`; the fields there are: id, name" in message
@@ -232,13 +234,38 @@ def test_field_paths_are_checked_against_the_raw_tables_delta_schema(tmp_path):
 
 
 def test_known_fields_pass_and_an_input_without_a_schema_is_noted(tmp_path):
-    from compiler.schemas import delta_log_schemas
+    from compiler.schemas import delta_table_schemas
 
     _delta_table(tmp_path / "wh", "raw_a", RAW_A_SCHEMA)
     notes: list[str] = []
-    files = compile_transforms([write(tmp_path, GOOD)], tmp_path, schemas=delta_log_schemas(tmp_path / "wh", "zync"), notes=notes)
+    files = compile_transforms([write(tmp_path, GOOD)], tmp_path, schemas=delta_table_schemas(tmp_path / "wh", "zync"), notes=notes)
     assert files
     assert notes == [f"{tmp_path / 't.yml'}: no schema for raw_b yet (not ingested): expressions over it are not checked"]
+
+
+def test_a_schema_kept_only_in_a_checkpoint_is_read(tmp_path):
+    """After log clean-up the table's schema lives in a checkpoint, not in any JSON commit; the
+    evolved schema (a column added by the second write) is the one read."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from compiler.schemas import delta_table_schemas
+
+    location = tmp_path / "wh" / "zync.db" / "raw_a"
+    after = pa.struct([("id", pa.int64())])
+    write_deltalake(str(location), pa.table({"value": pa.array([{"id": 1}], pa.struct([("after", after)]))}))
+    grown = pa.struct([("after", after), ("op", pa.string())])
+    write_deltalake(str(location), pa.table({"value": pa.array([{"after": {"id": 2}, "op": "c"}], grown)}),
+                    mode="append", schema_mode="merge")
+    DeltaTable(str(location)).create_checkpoint()
+    for commit in (location / "_delta_log").glob("*.json"):
+        commit.unlink()
+
+    schema = delta_table_schemas(tmp_path / "wh", "zync")("raw_a")
+    assert schema is not None
+    value = next(field for field in schema["fields"] if field["name"] == "value")
+    assert [field["name"] for field in value["type"]["fields"]] == ["after", "op"]
+    assert delta_table_schemas(tmp_path / "wh", "zync")("raw_never_written") is None
 
 
 def test_a_where_over_both_denorm_inputs_is_checked_on_each(tmp_path):
