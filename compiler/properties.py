@@ -147,6 +147,10 @@ def render_sources(transforms: list[ReadsRawTables], sources: list[Path]) -> str
         "description": "Raw tables, one per input topic, written by `zync from-kafka` (Kafka -> Delta).",
         "schema": "{{ target.schema }}",
         "loader": "zync from-kafka",
+        # `dbt source freshness` then reports ingest lag: the age of the newest record a raw table holds
+        # (its Kafka timestamp), a warning past a day (ingest stopped, or the topic went quiet).
+        "config": {"loaded_at_field": "kafka.timestamp",
+                   "freshness": {"warn_after": {"count": 1, "period": "day"}}},
         "tables": [tables[name] for name in sorted(tables)],
     }
     files = ", ".join(str(s) for s in sources)
