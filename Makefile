@@ -27,12 +27,12 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# compat: the project root goes on sys.path, where dbt finds its plugin dbt_zync/.
-	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(BIN)/pip install --quiet -e '.[test,cluster]' --config-settings editable_mode=compat
 	touch $@
 
 # matplotlib, for bench/etl_history.py's plot; not needed by anything else.
 bench-deps: setup
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,cluster,bench]'
 
 jars: $(LOCAL)/.jars-installed
 APICURIO_VERSION := 3.0.9

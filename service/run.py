@@ -108,7 +108,7 @@ class Service:
         self.interval = interval
         self.status = status or RunStatus()
         self.spark = spark_session(target)
-        self.project = DbtProject(root or project_dir(), target.name)
+        self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
         self.watcher = kafka_client.consumer(target, group="zync-run-watch")
         self.models: list[ZyncModel] = []

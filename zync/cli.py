@@ -19,7 +19,7 @@ def _target(args: argparse.Namespace):
 def cmd_up(args: argparse.Namespace) -> None:
     from zync import services
 
-    for line in services.up(_target(args), connect=args.connect):
+    for line in services.up(_target(args), connect=args.connect, cluster=args.cluster):
         print(line)
 
 
@@ -33,7 +33,7 @@ def cmd_down(args: argparse.Namespace) -> None:
 def cmd_status(args: argparse.Namespace) -> None:
     from zync import services
 
-    for line in services.status(_target(args), connect=args.connect):
+    for line in services.status(_target(args), connect=args.connect, cluster=args.cluster):
         print(line)
 
 
@@ -144,10 +144,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--connect", action="store_true",
                    help="also start PostgreSQL ($ZYNC_POSTGRES_PORT, default 15432) and a Kafka Connect worker "
                         "with Debezium ($ZYNC_CONNECT_PORT, default 18083); see README 'Connecting Debezium'")
-    verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL and Connect if running)")
-    p = verb("status", cmd_status, "show the embedded Kafka broker, schema registry and catalog (and PostgreSQL and Connect)")
+    p.add_argument("--cluster", action="store_true",
+                   help="also start a Spark cluster on this machine for target 'cluster': a standalone master "
+                        "($ZYNC_SPARK_MASTER_PORT, default 17077), a worker and the Spark Thrift Server "
+                        "($ZYNC_THRIFT_PORT, default 10000); see README 'Scaling out'")
+    verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect "
+                           "and the Spark cluster if running)")
+    p = verb("status", cmd_status, "show the embedded Kafka broker, schema registry and catalog (and PostgreSQL, "
+                                   "Connect and the Spark cluster)")
     p.add_argument("--connect", action="store_true",
                    help="list PostgreSQL and Connect even if they were never started here")
+    p.add_argument("--cluster", action="store_true",
+                   help="list the Spark cluster's master, worker and Thrift Server even if never started here")
     p = verb("run", cmd_run, "the service: ingest every input topic, dbt run the models whose inputs moved, "
                              "publish new out rows; again and again in one warm engine (SIGTERM/Ctrl-C: "
                              "finish the step, exit 0)")

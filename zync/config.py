@@ -116,6 +116,11 @@ class Target:
     dbt_output: dict[str, Any] = field(repr=False)
     kafka: dict[str, Any] = field(repr=False)
     schema_registry: dict[str, Any] = field(repr=False)
+    # The dbt output zync's own Spark session is configured from, and that zync run's in-process dbt
+    # uses: the target's own output, or the one its zync.yml entry names in `spark_target` (a target
+    # whose dbt goes through a Thrift Server runs zync's jobs as applications of the same cluster).
+    spark_output_name: str = ""
+    spark_output: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return (f"Target(name={self.name!r}, kafka={redacted(self.kafka)!r}, "
@@ -128,7 +133,7 @@ class Target:
     @property
     def spark_conf(self) -> dict[str, str]:
         """Spark settings of the target, paths made absolute against the project root."""
-        conf = {k: str(v) for k, v in (self.dbt_output.get("server_side_parameters") or {}).items()}
+        conf = {k: str(v) for k, v in (self.spark_output.get("server_side_parameters") or {}).items()}
         if "spark.jars" in conf:
             conf["spark.jars"] = ",".join(str(project_path(j.strip())) for j in conf["spark.jars"].split(","))
         if "spark.sql.warehouse.dir" in conf:
@@ -259,5 +264,10 @@ def load_target(name: str | None = None) -> Target:
     if not registry.get("url"):
         raise ZyncError(f"no schema registry URL for target {name!r}: add it to profiles/zync.yml "
                         "or to $HOME/.zync/schema_registry.json")
+    spark_name = entry.get("spark_target", dbt_name)
+    if spark_name not in outputs:
+        raise ZyncError(f"profiles/zync.yml target {name!r}: spark_target {spark_name!r} is not an output "
+                        f"of profiles/profiles.yml (outputs: {', '.join(sorted(outputs))})")
     return Target(name=name, dbt_output=_check_set(dict(outputs[dbt_name]), where),
-                  kafka=_resolve_files(_check_set(kafka, where)), schema_registry=_check_set(registry, where))
+                  kafka=_resolve_files(_check_set(kafka, where)), schema_registry=_check_set(registry, where),
+                  spark_output_name=spark_name, spark_output=_check_set(dict(outputs[spark_name]), where))

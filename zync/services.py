@@ -46,6 +46,7 @@ class Service:
     stop_signal: int = signal.SIGTERM
     env_var: str = ""
     data: Path | None = None  # where its data lives, if not in its folder
+    env: dict[str, str] | None = field(default=None, compare=False)  # added to this process's environment
 
     @property
     def folder(self) -> Path:
@@ -294,6 +295,7 @@ def _start(service: Service) -> None:
             service.command, cwd=service.cwd, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
             user=service.user, group=service.user,
+            env={**os.environ, **service.env} if service.env else None,
         )
     service.pid_file.write_text(str(process.pid))
 
@@ -313,6 +315,10 @@ def _wait(service: Service) -> None:
 
 
 def services(target: Target) -> list[Service]:
+    if target.name == "cluster":  # the local cluster's own Kafka, registry and catalog are local's
+        from zync.config import load_target
+
+        target = load_target("local")
     if target.name != "local":
         raise ZyncError(f"zync up/down/status manage the embedded services of target 'local', not {target.name!r}")
     catalog = catalog_service(target)
@@ -326,24 +332,36 @@ def connect_services(target: Target) -> list[Service]:
     return [postgres.service(), connect_worker.service(target)]
 
 
-def _all(target: Target, connect: bool) -> list[Service]:
-    """The services to act on: the broker and registry, and PostgreSQL and Connect when asked
-    for or when they were ever started here (their state folder exists)."""
-    base = services(target)
+def cluster_services() -> list[Service]:
+    """The local Spark cluster (`zync up --cluster`): master, worker, Thrift Server, in start order."""
+    from zync import cluster
+
+    return cluster.services()
+
+
+def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
+    """The services to act on: the broker, registry and catalog, and PostgreSQL and Connect, and the
+    Spark cluster, when asked for or when they were ever started here (their state folder exists)."""
     extra = connect_services(target)
     if not connect:
         extra = [s for s in extra if s.folder.exists()]
-    return base + extra
+    spark = [s for s in cluster_services() if cluster or s.folder.exists()]
+    return services(target) + extra + spark
 
 
-def up(target: Target, connect: bool = False, only: set[str] | None = None) -> list[str]:
-    """Start what is not running (of `only`, default all), wait until everything answers; return status lines.
+# Start order: each phase waits for the one before (Connect needs the broker's topics; the worker
+# needs the master; the Thrift Server needs the worker's executors and the catalog).
+_LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))
 
-    Connect starts last: its worker needs the broker for its config, offset and status topics.
-    """
-    wanted = services(target) + (connect_services(target) if connect else [])
+
+def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False) -> list[str]:
+    """Start what is not running (of `only`, default all), wait until everything answers; return status lines."""
+    wanted = services(target) + (connect_services(target) if connect else []) + (
+        cluster_services() if cluster else [])
     wanted = [s for s in wanted if only is None or s.name in only]
-    phases = [[s for s in wanted if s.name != "connect"], [s for s in wanted if s.name == "connect"]]
+    later = {name for phase in _LATER_PHASES for name in phase}
+    phases = [[s for s in wanted if s.name not in later],
+              *[[s for s in wanted if s.name in phase] for phase in _LATER_PHASES]]
     for phase in phases:
         started = []
         for service in phase:
@@ -359,7 +377,7 @@ def up(target: Target, connect: bool = False, only: set[str] | None = None) -> l
             _wait(service)
             if service.name == "kafka":
                 _ensure_scram_user(service)
-    return status(target, connect)
+    return status(target, connect, cluster)
 
 
 def down(target: Target, only: set[str] | None = None) -> list[str]:
@@ -384,9 +402,9 @@ def down(target: Target, only: set[str] | None = None) -> list[str]:
     return list(reversed(lines))
 
 
-def status(target: Target, connect: bool = False) -> list[str]:
+def status(target: Target, connect: bool = False, cluster: bool = False) -> list[str]:
     lines = []
-    for service in _all(target, connect):
+    for service in _all(target, connect, cluster):
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running (port {service.port})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from zync.config import Target
 from zync.errors import ZyncError
@@ -33,16 +34,23 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    if target.dbt_output.get("method") != "session":
+    if target.spark_output.get("method") != "session":
         raise ZyncError(
-            f"target {target.name!r} uses dbt method {target.dbt_output.get('method')!r}; zync's jobs "
-            "run Spark in-process, so submit them to the cluster with spark-submit and ZYNC_TARGET set"
+            f"target {target.name!r}: zync's jobs run a Spark driver in this process, but dbt output "
+            f"{target.spark_output_name!r} uses method {target.spark_output.get('method')!r}; give the target's "
+            "profiles/zync.yml entry a `spark_target:` naming an output with `method: session` (its "
+            "server_side_parameters may set spark.master to a cluster's master)"
         )
     check_catalog(target.catalog_address)
-    # The local target is loopback only, like the embedded services.
+    # The embedded services and the local cluster are loopback only.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName("zync").enableHiveSupport()
-    for key, value in target.spark_conf.items():
+    builder = SparkSession.builder.appName(f"zync ({target.name})").enableHiveSupport()
+    conf = target.spark_conf
+    if conf.get("spark.master", "local").startswith("spark://"):
+        # Client mode on a standalone cluster: executors that run Python run this interpreter, which
+        # holds zync's packages (the workers share this machine's file system, as the README says).
+        conf.setdefault("spark.pyspark.python", sys.executable)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
