@@ -27,6 +27,9 @@ os.environ.setdefault("ZYNC_POSTGRES_PORT", "25432")
 os.environ.setdefault("ZYNC_CONNECT_PORT", "28083")
 # The shared catalog (Derby's network server) of the test session.
 os.environ.setdefault("ZYNC_CATALOG_PORT", "21527")
+# The local Spark cluster (tests/cluster): master (+1 worker, +3/+4 web UIs) and Thrift Server.
+os.environ.setdefault("ZYNC_SPARK_MASTER_PORT", "27077")
+os.environ.setdefault("ZYNC_THRIFT_PORT", "20000")
 os.environ["ZYNC_TARGET"] = "local"
 # The invoices demo's models are the suite's subjects; a user's run leaves them off (test_user_project).
 os.environ["ZYNC_DEMO"] = "true"

@@ -16,6 +16,7 @@ http://127.0.0.1:<+3>/json/ lists workers and applications); the Thrift Server's
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,11 @@ def master_ui_port(master_port: int) -> int:
 
 def thrift_port(target: Target) -> int:
     return int(target.dbt_output.get("port", 10000))
+
+
+def worker_dir() -> Path:
+    """The worker's folder: a folder per application, a folder per executor in it (its stdout/stderr)."""
+    return state_dir() / "spark-worker" / "work"
 
 
 def master_json(master_port: int, timeout_s: float = 2.0) -> dict[str, Any] | None:
@@ -101,7 +107,7 @@ def services():  # -> list[zync.services.Service], in start order
         env=_env(), ready=lambda: (master_json(port) or {}).get("status") == "ALIVE",
         env_var="ZYNC_SPARK_MASTER_PORT",
     )
-    work = state_dir() / "spark-worker" / "work"
+    work = worker_dir()
     worker = Service(
         name="spark-worker", port=port + 1, cwd=state_dir(),
         command=[spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", LOOPBACK,
@@ -112,6 +118,12 @@ def services():  # -> list[zync.services.Service], in start order
     )
     thrift = thrift_port(target)
     conf = {key: value for key, value in target.spark_conf.items() if key != "spark.master"}
+    # The Thrift Server runs statements in threads whose class loader does not see `spark.jars` (Delta's
+    # classes went missing there: ClassNotFoundException DeltaTableUtils$); on the driver's own class
+    # path they are seen everywhere. Executors still get them through spark.jars.
+    driver_path = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+    driver_path += [jar for jar in conf.get("spark.jars", "").split(",") if jar]
+    conf["spark.driver.extraClassPath"] = os.pathsep.join(driver_path)
     thrift_server = Service(
         name="thrift-server", port=thrift, cwd=state_dir(),
         command=[str(spark_home() / "bin" / "spark-submit"), "--master", master_url,

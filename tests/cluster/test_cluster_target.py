@@ -1,0 +1,102 @@
+"""Target `cluster` end to end on a real standalone cluster: the same project and commands as `local`,
+only `--target cluster` differs.
+
+`zync run --target cluster` is a Spark application on the master (its driver in the zync process,
+its executors on the worker) and moves zync's invoices demo, batch by batch, to exactly zync's own
+NewInvoices stream and keeps the invoices mirror; meanwhile `dbt test` goes through the Spark Thrift
+Server (another application of the same cluster) and this test's own local SparkSession reads the
+same tables through the shared catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from dbt.cli.main import dbtRunner
+
+from tests.cluster.conftest import CLUSTER_SERVICES
+from tests.integration.test_invoices_demo import DEMO
+from tests.service.conftest import invoices_project
+from tests.service.harness import BIN, RunProcess, wait_until
+from zync import cluster as spark_cluster
+from zync import services
+
+ZYNC_APP = "zync (cluster)"
+
+
+def master_state(cluster_target) -> dict:
+    _, port = spark_cluster.master_address(cluster_target)
+    state = spark_cluster.master_json(port)
+    assert state is not None, "the master's JSON endpoint does not answer"
+    return state
+
+
+def expected_mirror() -> set[tuple]:
+    """The invoices mirror's live rows, from the demo's batch files (upper(item) as the mirror defines)."""
+    rows: dict[int, tuple] = {}
+    for batch in sorted(DEMO.glob("batch-*")):
+        file = batch / "Invoices.jsonl"
+        for line in file.read_text().splitlines() if file.exists() else []:
+            record = json.loads(line)
+            key, value = record["key"]["ID"], record["value"]
+            if value is None or value["op"] == "d":
+                rows.pop(key, None)
+            else:
+                after = value["after"]
+                rows[key] = (key, after["customer"], after["item"].upper())
+    return set(rows.values())
+
+
+def test_zync_up_cluster_runs_a_master_a_worker_and_the_thrift_server_on_loopback(cluster, target):
+    lines = services.status(target, cluster=True)
+    for name in CLUSTER_SERVICES:
+        assert any(line.startswith(f"{name}: up on 127.0.0.1:") for line in lines), lines
+    state = master_state(cluster)
+    assert [w["host"] for w in state["workers"] if w["state"] == "ALIVE"] == ["127.0.0.1"]
+    thrift = [a for a in state["activeapps"] if a["name"] == spark_cluster.THRIFT_SERVER_NAME]
+    assert len(thrift) == 1 and thrift[0]["cores"] > 0, state["activeapps"]
+
+
+def test_the_invoices_demo_flows_on_the_cluster_while_dbt_test_runs_through_the_thrift_server(
+        cluster, target, spark, tmp_path):
+    project = invoices_project(tmp_path, "Cluster")
+    run = RunProcess(project, tmp_path / "zync-run.log", target="cluster")
+    app_id = None
+    try:
+        for batch in (1, 2, 3, 4):
+            project.produce_batch(target, batch)
+            want = project.expected(batch)
+            wait_until(lambda: project.published_count(target) >= len(want), f"batch {batch}'s output", run)
+            assert project.published(target) == want
+            if batch == 2:
+                # The running zync is an application of the cluster, granted executors on the worker.
+                apps = [a for a in master_state(cluster)["activeapps"] if a["name"] == ZYNC_APP]
+                assert len(apps) == 1 and apps[0]["cores"] > 0, master_state(cluster)["activeapps"]
+                app_id = apps[0]["id"]
+                tested = dbtRunner().invoke(["test", "--project-dir", str(project.path), "--profiles-dir",
+                                             str(project.path / "profiles"), "--target", "cluster"])
+                assert tested.success, tested.exception or tested.result
+                assert len(tested.result.results) >= 4  # the output's and the mirror's data tests ran
+        assert run.terminate() == 0
+    finally:
+        if run.process.poll() is None:
+            run.kill()
+
+    # The executors on the worker ran the application's tasks (the worker keeps each executor's log).
+    logs = list((spark_cluster.worker_dir() / app_id).glob("*/stderr"))
+    assert logs and any("Running task" in log.read_text() for log in logs), logs
+
+    # The same tables, seen by this process's local Spark through the shared catalog.
+    mirror = spark.sql(f"select invoice_id, customer, item from zync.{project.name('invoices_mirror')} "
+                       "where not coalesce(_zync_deleted, false)").collect()
+    assert {tuple(r) for r in mirror} == expected_mirror()
+
+    status = subprocess.run([str(BIN / "zync"), "etl", "status", "--target", "cluster"], cwd=project.path,
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)})
+    assert status.returncode == 0, status.stderr[-2000:]
+    last = len(project.expected(4)) - 1
+    output_rows = [line.split() for line in status.stdout.splitlines() if line.startswith("  ")]
+    assert [project.output_topic, str(last), str(last + 1), "up", "to", "date"] in output_rows, status.stdout
