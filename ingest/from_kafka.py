@@ -693,7 +693,8 @@ class Ingest:
             if state.tolerance == "all":
                 return self._dead_letter(state, DeadLetter(self._as_read(msg), str(e)))
             self.commit_all()
-            raise DecodeError(f"{e} Nothing from this message on is committed.") from None
+            raise DecodeError(f"{e} Nothing from this message on is committed; to go on past such messages, "
+                              "ingest with --errors-tolerance all (they land in a dead-letter table).") from None
         try:
             self._accept_schema(state, "key", m.key_schema_id, m)
             self._accept_schema(state, "value", m.value_schema_id, m)
