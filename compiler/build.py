@@ -17,9 +17,9 @@ from compiler.lookups import check_lookups
 from compiler.properties import GENERATED, SOURCE_NAME, render_properties, render_sources, snake
 from compiler.schemas import SchemaSource, field_path_error, struct_field_names
 from compiler.spec import IDENTIFIER_PATTERN, Rule, Shape, Text, Transform, TransformError, load_transform
+from zync.ingest_options import SOURCES_FILE
 
 MODELS_FOLDER = Path("models") / "outputs"
-SOURCES_FILE = Path("models") / "raw" / "__sources.yml"
 
 
 @dataclass(frozen=True)

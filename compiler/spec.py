@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import yaml
 
 from zync.errors import ZyncError
+from zync.ingest_options import TOLERANCES
 
 # Kafka's own rule for topic names; it also makes them safe as SQL string literals.
 TOPIC_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -91,6 +92,7 @@ class Input:
     table: str
     where: Where
     expire_after: ExpireAfter | None = None
+    errors_tolerance: str | None = None  # ingest's, for the topic (Kafka Connect's errors.tolerance); None: unsaid
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,21 @@ def _shape(path: Path, mapping: dict, key: str, what: str) -> Shape:
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+TOLERANCE_KEY = "errors.tolerance"
+
+
+def _errors_tolerance(path: Path, item: dict) -> str | None:
+    """`errors.tolerance: none | all`: what ingest does with a message of this topic it cannot take."""
+    if item.get(TOLERANCE_KEY) is None:
+        return None
+    value = item[TOLERANCE_KEY]
+    if value not in TOLERANCES:
+        raise TransformError(_where(path, item, TOLERANCE_KEY),
+                             "errors.tolerance is none (stop at a bad message) or all (dead-letter it)",
+                             f"errors.tolerance: {value!r}")
+    return value
 
 
 def _expire_after(path: Path, item: dict) -> ExpireAfter | None:
@@ -342,9 +359,9 @@ def load_transform(path: Path) -> Transform:
     for item in inputs_raw:
         if not isinstance(item, dict):
             raise TransformError(_where(path, raw, "inputs"), "inputs: each input is {topic: ..., table: ...}")
-        _check_keys(path, item, {"topic", "table", "expire-after"}, "input")
+        _check_keys(path, item, {"topic", "table", "expire-after", TOLERANCE_KEY}, "input")
         inputs.append(Input(_topic(path, item, "topic", "input"), _identifier(path, item, "table", "input"),
-                            _where(path, item), _expire_after(path, item)))
+                            _where(path, item), _expire_after(path, item), _errors_tolerance(path, item)))
     topics = [i.topic for i in inputs]
     if len(set(topics)) != len(topics):
         raise TransformError(_where(path, raw, "inputs"), "inputs: a topic is listed twice")

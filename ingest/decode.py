@@ -53,6 +53,7 @@ class Message:
     value: bytes | None
     key_schema_id: int | None
     value_schema_id: int | None
+    headers: tuple[tuple[str, bytes | None], ...] | None = None  # kept for a dead letter
 
     @property
     def where(self) -> str:
@@ -138,7 +139,7 @@ class Decoder:
         rows = []
         for i in indexes:
             m = messages[i]
-            rows.append(((m.topic, m.partition, m.offset, _timestamp(m.timestamp_ms), m.key_schema_id,
+            rows.append(((m.topic, m.partition, m.offset, kafka_timestamp(m.timestamp_ms), m.key_schema_id,
                           m.value_schema_id),
                          self._convert(m.key_schema_id, m.key, m.where + " key", i),
                          self._convert(m.value_schema_id, m.value, m.where + " value", i)))
@@ -211,7 +212,7 @@ class Decoder:
         return None
 
 
-def _timestamp(ms: int):
+def kafka_timestamp(ms: int):
     import datetime as dt
 
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc) if ms and ms > 0 else None

@@ -3,7 +3,11 @@
 The resume point is the table itself (its largest offset per topic-partition);
 see ingest/table.py for why a crash or a second ingest never duplicates.
 A message that cannot be taken (not Avro, an incompatible schema) stops the
-run after committing the messages read before it, and nothing after it.
+run after committing the messages read before it, and nothing after it; with
+errors.tolerance `all` it goes to the table's dead-letter table instead
+(ingest/dead_letters.py, which says how that stays exactly once) and ingest
+goes on. Only the consumer path knows the exact message, so it is the one that
+dead-letters: a Spark batch that fails falls back to it as before.
 
 Two readers. By default Spark reads each batch's offsets from Kafka itself
 (ingest/spark_read.py): this loop plans the offsets, Spark reads, decodes and
@@ -26,6 +30,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
+from ingest.dead_letters import DeadLetter, DeadLetterTable, check_tolerance, coordinates, stored_message
 from ingest.decode import BatchDecodeError, Decoder, Message, PreparedBatch
 from ingest.evolution import Change, IncompatibleSchemaError, merge
 from ingest.java_kafka import NoJavaEquivalent, java_kafka_options
@@ -37,6 +42,7 @@ from ingest.table import RawTable, kafka_struct
 from zync import kafka_client
 from zync.avro_types import connect_names, field_defaults, field_paths
 from zync.config import Target
+from zync.ingest_options import DEFAULT_TOLERANCE, configured_tolerance
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import qualified, raw_table_name
@@ -75,6 +81,12 @@ class TopicState:
     next_offsets: dict[int, int] = field(default_factory=dict)  # committed: partition -> next offset
     read_offsets: dict[int, int] = field(default_factory=dict)  # read: partition -> next offset
     committed: int = 0
+    dead_table: DeadLetterTable | None = None
+    dead: list[DeadLetter] = field(default_factory=list)  # dead letters waiting for the batch's commit
+    # Dead letters past the raw table's resume point (a kill between the two commits): skipped when met again.
+    known_dead: dict[int, set[int]] = field(default_factory=dict)
+    dead_lettered: int = 0
+    tolerance: str = DEFAULT_TOLERANCE  # errors.tolerance: none (stop at a bad message) or all (dead-letter it)
 
 
 @dataclass(frozen=True)
@@ -87,13 +99,17 @@ class Batch:
     value_type: T.DataType
     changes: list[Change]
     prepared: PreparedBatch | None = None
+    dead_letters: tuple[DeadLetter, ...] = ()
 
 
 class Ingest:
     def __init__(self, target: Target, topics: list[str], table: str | None = None,
                  shaper: Path | None = None, batch_size: int | None = None,
                  max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
-                 decoder: str = "jvm", reader: str = "spark", progress: IngestProgress | None = None):
+                 decoder: str = "jvm", reader: str = "spark", progress: IngestProgress | None = None,
+                 errors_tolerance: str | None = None):
+        if errors_tolerance is not None:
+            check_tolerance(errors_tolerance, "--errors-tolerance")
         if reader not in READERS:
             raise ZyncError(f"--reader is one of {', '.join(READERS)}, not {reader!r}")
         if (table or location) and len(topics) > 1:
@@ -127,21 +143,41 @@ class Ingest:
         for topic in topics:
             raw = (RawTable(self.spark, location=location) if location
                    else RawTable(self.spark, name=qualified(target, table or raw_table_name(topic)).replace("`", "")))
-            self.states[topic] = TopicState(topic, raw)
+            # The flag wins over the project's per-topic setting (models/raw/__sources.yml).
+            tolerance = check_tolerance(errors_tolerance or configured_tolerance(topic) or DEFAULT_TOLERANCE,
+                                        f"topic {topic} (models/raw/__sources.yml)")
+            self.states[topic] = TopicState(topic, raw, dead_table=DeadLetterTable(self.spark, raw),
+                                            tolerance=tolerance)
 
     # --- start ---------------------------------------------------------------
 
     def _resume(self, state: TopicState) -> dict[int, int]:
+        # Read whatever errors.tolerance says now: dead letters a kill left past the resume point
+        # must be skipped even if this run stops at bad messages instead.
         if not state.table.exists():
-            return {}
+            state.known_dead = state.dead_table.open(state.topic, {})
+            return self._past_known_dead(state)
         resume = state.table.resume(state.topic)
+        state.known_dead = state.dead_table.open(state.topic, resume.offsets)
         if not self.shaper_sql:
             # With a shaper the table holds shaped columns; the batch keeps Avro's types.
             state.key_type, state.value_type = resume.key_type, resume.value_type
         state.next_offsets = dict(resume.offsets)
         state.read_offsets = dict(resume.offsets)
         state.last_schema = {"key": resume.key_schema_id, "value": resume.value_schema_id}
-        return resume.offsets
+        return self._past_known_dead(state)
+
+    @staticmethod
+    def _past_known_dead(state: TopicState) -> dict[int, int]:
+        """Start each partition after the dead letters right at its resume point (the usual case: the
+        last messages of a partition were dead letters); others are skipped where they are met."""
+        for p, offsets in state.known_dead.items():
+            at = state.next_offsets.get(p, 0)
+            while at in offsets:
+                at += 1
+            if at != state.next_offsets.get(p, 0):
+                state.next_offsets[p] = state.read_offsets[p] = at
+        return dict(state.next_offsets)
 
     # --- per message ---------------------------------------------------------
 
@@ -184,7 +220,31 @@ class Ingest:
         key, value = msg.key(), msg.value()
         _, ts = msg.timestamp()
         return Message(msg.topic(), msg.partition(), msg.offset(), ts, key, value,
-                       schema_id_of(key, where + " key"), schema_id_of(value, where + " value"))
+                       schema_id_of(key, where + " key"), schema_id_of(value, where + " value"),
+                       self._headers(msg))
+
+    def _headers(self, msg) -> tuple[tuple[str, bytes | None], ...] | None:
+        """A message's headers, kept only where a dead letter may need them (errors.tolerance all)."""
+        headers = msg.headers() if self.states[msg.topic()].tolerance == "all" else None
+        return tuple(headers) if headers else None
+
+    def _as_read(self, msg) -> Message:
+        """A message that cannot be taken, as it arrived: the schema ids its headers give, if any."""
+        ids = []
+        for part, data in (("key", msg.key()), ("value", msg.value())):
+            try:
+                ids.append(schema_id_of(data, part))
+            except DecodeError:
+                ids.append(None)
+        return Message(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value(),
+                       ids[0], ids[1], self._headers(msg))
+
+    def _dead_letter(self, state: TopicState, letter: DeadLetter) -> None:
+        """Hold a message for the dead-letter table; it commits with (before) the batch it was read in."""
+        if not state.messages and not state.dead:
+            state.first_at = time.monotonic()
+        state.dead.append(letter)
+        state.read_offsets[letter.message.partition] = letter.message.offset + 1
 
     # --- commit --------------------------------------------------------------
 
@@ -201,15 +261,15 @@ class Ingest:
 
     def commit(self, state: TopicState) -> None:
         """Hand the topic's waiting messages to the background writer (after the batch in flight lands)."""
-        if not state.messages:
+        if not state.messages and not state.dead:
             return
-        if state.key_type is None:
+        if state.messages and state.key_type is None:
             state.key_type = self._fallback_type(state.topic, "key")
-        if state.value_type is None:
+        if state.messages and state.value_type is None:
             state.value_type = self._fallback_type(state.topic, "value")
         batch = Batch(state, state.messages, state.key_type, state.value_type, state.changes,
-                      self.decoder.prepare(state.messages))
-        state.messages, state.changes = [], []
+                      self.decoder.prepare(state.messages) if state.messages else None, tuple(state.dead))
+        state.messages, state.changes, state.dead = [], [], []
         self.writer.submit(self._write, batch)
 
     def commit_all(self) -> None:
@@ -224,6 +284,19 @@ class Ingest:
         # Spark's active session is per JVM thread; without it this thread's catalog lookups
         # miss the Delta catalog (a by-name table then looks like an empty non-Delta one).
         self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
+        if batch.dead_letters:
+            # Before the raw rows, never after: see ingest/dead_letters.py.
+            last = batch.dead_letters[-1].message
+            state.dead_table.append(batch.dead_letters, last.where)
+            state.dead_lettered += len(batch.dead_letters)
+            for letter in batch.dead_letters:
+                p = letter.message.partition
+                state.next_offsets[p] = max(state.next_offsets.get(p, 0), letter.message.offset + 1)
+            self.progress.log("dead-letters", table=state.dead_table.label, records=len(batch.dead_letters),
+                              first_error=batch.dead_letters[0].error[:300])
+            batch = replace(batch, dead_letters=())
+        if not messages:
+            return
         if not self.shaper_sql and batch.changes and table.exists():
             table.evolve(batch.changes, batch.key_type, batch.value_type)
         try:
@@ -234,7 +307,8 @@ class Ingest:
                 check_shaped_schema(frame, kafka_struct(), self.shaper_name)
             table.append(frame, f"the batch up to {messages[-1].where}")
         except BatchDecodeError as e:
-            self._stop_at(batch, e)
+            self._undecodable(batch, e)
+            return
         except ZyncError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark's from_avro failure: find the message
@@ -243,13 +317,32 @@ class Ingest:
             located = self.decoder.locate_error(messages)
             if located is None:
                 raise
-            self._stop_at(batch, located)
+            self._undecodable(batch, located)
+            return
         self._note_writer_schemas(state)
         for m in messages:
-            state.next_offsets[m.partition] = m.offset + 1
+            state.next_offsets[m.partition] = max(state.next_offsets.get(m.partition, 0), m.offset + 1)
         state.committed += len(messages)
         self.progress.commit(table.label, len(messages), dict(state.next_offsets),
                              check_ms=round(table.check_seconds * 1000))
+
+    def _undecodable(self, batch: Batch, first: BatchDecodeError) -> None:
+        """A batch with messages that do not decode: stop at the first (errors.tolerance none), or write
+        it again with every such message as a dead letter (all). Nothing of the batch is committed yet."""
+        if batch.state.tolerance == "none":
+            self._stop_at(batch, first)
+        bad = {first.index: str(first)}
+        start = first.index + 1
+        while start < len(batch.messages):
+            found = self.decoder.locate_error(batch.messages[start:])
+            if found is None:
+                break
+            bad[start + found.index] = str(found)
+            start += found.index + 1
+        good = [m for i, m in enumerate(batch.messages) if i not in bad]
+        letters = tuple(DeadLetter(batch.messages[i], error) for i, error in sorted(bad.items()))
+        # The table was evolved for this batch already; the rows of its new fields come with the append.
+        self._write(replace(batch, messages=good, changes=[], prepared=None, dead_letters=letters))
 
     def _stop_at(self, batch: Batch, e: BatchDecodeError) -> None:
         """Commit the messages before an undecodable one, then stop with its coordinates."""
@@ -257,7 +350,8 @@ class Ingest:
             self._write(replace(batch, messages=batch.messages[:e.index], changes=[], prepared=None))
         raise DecodeError(
             f"{e}. Nothing from this message on is committed to {batch.state.table.label}. Fix or remove the "
-            "producer of such messages; to skip it, ingest from a later offset into a new table."
+            "producer of such messages; to go on past such messages, ingest with --errors-tolerance all "
+            "(they land in a dead-letter table)."
         ) from None
 
     # --- the loop --------------------------------------------------------------
@@ -270,6 +364,7 @@ class Ingest:
         idempotent appends check (another writer meanwhile stops the run; make a new Ingest then).
         """
         committed_before = sum(s.committed for s in self.states.values())
+        dead_before = sum(s.dead_lettered for s in self.states.values())
         for topic, state in self.states.items():
             resume = self._resume(state) if not self._resumed else state.next_offsets
             self.partitions[topic] = kafka_client.partitions(self.target, topic)
@@ -284,11 +379,13 @@ class Ingest:
         finally:
             self.writer.close()
         total = sum(s.committed for s in self.states.values()) - committed_before
+        dead = sum(s.dead_lettered for s in self.states.values()) - dead_before
         tables = ", ".join(s.table.label for s in self.states.values())
         offsets = "; ".join(f"{t}: " + ", ".join(f"[{p}] {o}" for p, o in sorted(s.next_offsets.items()))
                             for t, s in self.states.items())
+        dead_text = f"; {dead:,} dead letters" if dead else ""
         self.progress.finish(f"{total:,} records into {tables} ({self.progress.commits} commits; "
-                             f"next offsets {offsets or 'none'})")
+                             f"next offsets {offsets or 'none'}{dead_text})")
         return total
 
     def waiting(self, consumer) -> dict[tuple[str, int], int]:
@@ -334,7 +431,7 @@ class Ingest:
                         del behind[(msg.topic(), msg.partition())]
                 self.progress.read(len(polled))
                 for state in self.states.values():
-                    if state.messages and now - state.first_at >= self.max_interval:
+                    if (state.messages or state.dead) and now - state.first_at >= self.max_interval:
                         self.commit(state)
                 if self.progress.live and now - lag_at >= LAG_REFRESH_S:
                     lag_at = now
@@ -515,6 +612,10 @@ class Ingest:
             if not self.shaper_sql and changes and table.exists():
                 table.evolve(changes, key_type, value_type)
             raw = kafka_batch(self.spark, options, state.topic, ranges, key_writers, value_writers)
+            known = {p: {o for o in state.known_dead.get(p, ()) if start <= o < end}
+                     for p, (start, end) in ranges.items()}
+            if any(known.values()):  # dead-lettered before a kill stopped the raw commit after it
+                raw = raw.where(~coordinates(known))
             frame = decode_batch(raw, key_writers, value_writers, key_type, value_type)
             if self.shaper_sql:
                 frame.createOrReplaceTempView("batch")
@@ -582,28 +683,39 @@ class Ingest:
 
     def _take(self, msg) -> None:
         state = self.states[msg.topic()]
+        if msg.offset() in state.known_dead.get(msg.partition(), ()):
+            # Dead-lettered before a kill stopped the raw commit after it: taken already.
+            state.read_offsets[msg.partition()] = msg.offset() + 1
+            return
         try:
             m = self._message(msg)
         except DecodeError as e:
+            if state.tolerance == "all":
+                return self._dead_letter(state, DeadLetter(self._as_read(msg), str(e)))
             self.commit_all()
-            raise DecodeError(f"{e} Nothing from this message on is committed.") from None
+            raise DecodeError(f"{e} Nothing from this message on is committed; to go on past such messages, "
+                              "ingest with --errors-tolerance all (they land in a dead-letter table).") from None
         try:
             self._accept_schema(state, "key", m.key_schema_id, m)
             self._accept_schema(state, "value", m.value_schema_id, m)
-        except IncompatibleChangeError:
+        except IncompatibleChangeError as e:
+            if state.tolerance == "all":
+                return self._dead_letter(state, DeadLetter(m, str(e)))
             self.commit_all()
             raise
         except DecodeError as e:  # its schema id is not in the registry
+            if state.tolerance == "all":
+                return self._dead_letter(state, DeadLetter(m, f"{m.where}: {e}"))
             self.commit_all()
             raise DecodeError(f"{m.where}: {e}") from None
-        if not state.messages:
+        if not state.messages and not state.dead:
             state.first_at = time.monotonic()
         state.messages.append(m)
         state.read_offsets[m.partition] = m.offset + 1
         for part, sid in (("key", m.key_schema_id), ("value", m.value_schema_id)):
             if sid is not None:
                 state.last_schema[part] = sid
-        if len(state.messages) >= self.consumer_batch_size:
+        if len(state.messages) + len(state.dead) >= self.consumer_batch_size:
             self.commit(state)
 
     def _start_marks(self, consumer, assignment: list[TopicPartition]) -> dict[tuple[str, int], int]:
@@ -625,3 +737,70 @@ class Ingest:
                 continue
             position = self.states[tp.topic].read_offsets.get(tp.partition, 0)
             self.progress.lag[(tp.topic, tp.partition)] = max(0, high - position)
+
+    # --- replay --------------------------------------------------------------------
+
+    def replay_dead_letters(self) -> tuple[int, int]:
+        """Take the dead letters that now can be taken (a schema registered since, say) into the raw table
+        at their own coordinates, and remove them from the dead-letter table; (replayed, still dead).
+
+        Exactly once: the raw rows land first, in one idempotent commit (a running ingest of the table
+        stops at its next commit, as with any second writer), then one delete; a replay killed between
+        the two finds its rows in the raw table next time and only deletes them. A message that still
+        cannot be taken stays, with its first error; nothing is dead-lettered twice.
+        """
+        replayed = still = 0
+        for topic, state in self.states.items():
+            state.tolerance = "none"  # a replay fails whole rather than dead-letter again
+            self._resume(state)
+            if not state.dead_table.exists():
+                self.progress.log("replay", topic=topic, note=f"no dead-letter table {state.dead_table.label}")
+                continue
+            rows = state.dead_table.frame(topic).orderBy("kafka.partition", "kafka.offset").collect()
+            wanted: dict[int, set[int]] = {}
+            for row in rows:
+                wanted.setdefault(row["kafka"]["partition"], set()).add(row["kafka"]["offset"])
+            landed: set[tuple[int, int]] = set()
+            if rows and state.table.exists():
+                from pyspark.sql import functions as F
+
+                landed = {(r["partition"], r["offset"]) for r in self.spark.table(state.table.sql_name)
+                          .where((F.col("kafka.topic") == F.lit(topic)) & coordinates(wanted))
+                          .select("kafka.partition", "kafka.offset").collect()}
+            taken, failing = [], []
+            for row in rows:
+                m = stored_message(row)
+                if (m.partition, m.offset) in landed:
+                    continue  # a replay killed between its two commits: only the delete is left
+                try:
+                    m = replace(m, key_schema_id=schema_id_of(m.key, m.where + " key"),
+                                value_schema_id=schema_id_of(m.value, m.where + " value"))
+                    self._accept_schema(state, "key", m.key_schema_id, m)
+                    self._accept_schema(state, "value", m.value_schema_id, m)
+                    located = self.decoder.locate_error([m])
+                    if located is not None:
+                        raise located
+                except DecodeError as e:  # IncompatibleChangeError is a ZyncError, not a DecodeError
+                    failing.append(f"{m.where}: {e}")
+                    continue
+                except IncompatibleChangeError as e:
+                    failing.append(str(e).split("\n")[0])
+                    continue
+                taken.append(m)
+            if taken:
+                state.messages = taken
+                self.commit(state)
+                self.writer.wait()
+            done = {*landed, *((m.partition, m.offset) for m in taken)}
+            if done:
+                by_partition: dict[int, set[int]] = {}
+                for p, o in done:
+                    by_partition.setdefault(p, set()).add(o)
+                state.dead_table.remove(topic, by_partition)
+            replayed += len(taken)
+            still += len(failing)
+            self.progress.log("replay", topic=topic, table=state.table.label, replayed=len(taken),
+                              removed=len(done), still_dead=len(failing),
+                              first_still_dead=failing[0][:300] if failing else None)
+        self.writer.close()
+        return replayed, still

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zync.errors import ZyncError
+from zync.ingest_options import TOLERANCE_META
 
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
@@ -36,6 +37,7 @@ class RawInput:
 
     topic: str
     table: str  # database.table
+    errors_tolerance: str | None = None  # the source's zync_errors_tolerance meta (None: unsaid)
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,8 @@ class DbtProject:
             for parent in node.depends_on.nodes:
                 source = manifest.sources.get(parent)
                 if source is not None and (source.meta or {}).get("zync_topic"):
-                    inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{source.identifier}"))
+                    inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{source.identifier}",
+                                           source.meta.get(TOLERANCE_META)))
             found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs)))
         if select:
             chosen = self.select(select)

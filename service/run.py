@@ -165,8 +165,10 @@ class Service:
             job = self.ingests.get(raw)
             try:
                 if job is None:
+                    # The same errors.tolerance as `zync from-kafka` (the source's meta, from the same file).
                     job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
-                                                     progress=IngestProgress(quiet=True))
+                                                     progress=IngestProgress(quiet=True),
+                                                     errors_tolerance=raw.errors_tolerance)
                 if not job.waiting(self.watcher):
                     continue
                 landed = job.run(exit_after=0.0)

@@ -68,9 +68,16 @@ def cmd_consume(args: argparse.Namespace) -> None:
 def cmd_from_kafka(args: argparse.Namespace) -> None:
     from ingest.from_kafka import Ingest
 
-    Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper, batch_size=args.batch_size,
-           max_interval=args.max_interval, location=args.location,
-           decoder=args.decoder, reader=args.reader).run(exit_after=args.exit_after)
+    ingest = Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper, batch_size=args.batch_size,
+                    max_interval=args.max_interval, location=args.location, decoder=args.decoder,
+                    reader=args.reader, errors_tolerance=args.errors_tolerance)
+    if args.replay_dead_letters:
+        _, still = ingest.replay_dead_letters()
+        if still:
+            raise ZyncError(f"{still} dead letters still cannot be taken (the log line `replay` shows the first "
+                            "error); they stay in the dead-letter table")
+        return
+    ingest.run(exit_after=args.exit_after)
 
 
 def cmd_to_kafka(args: argparse.Namespace) -> None:
@@ -206,6 +213,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--decoder", choices=["jvm", "python"], default="jvm",
                    help="decode Avro in Spark (from_avro, default, faster) or in Python (fastavro, "
                         "which implies --reader python)")
+    p.add_argument("--errors-tolerance", choices=["none", "all"],
+                   help="a message ingest cannot take (not Avro, unknown schema id, undecodable, an incompatible "
+                        "schema): none stops at it, everything before it committed; all puts it in the table "
+                        "<raw table>__dead_letters (bytes, headers, coordinates, error) and goes on. Default: "
+                        "the topic's `errors.tolerance` in the project's transform files, else none")
+    p.add_argument("--replay-dead-letters", action="store_true",
+                   help="instead of ingesting: take the dead letters that now decode (e.g. after registering "
+                        "their schema) into the raw table at their own offsets and remove them, exactly once; "
+                        "run it with the topic's ingest stopped and before the ETL's cursor passes them "
+                        "(README: Dead letters)")
 
     p = verb("to-kafka", cmd_to_kafka, "publish an output table's out rows to their topic, offsets aligned")
     p.add_argument("--table", required=True, help="output table (a dbt model, e.g. new_invoices)")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from zync.config import Target
 from zync.errors import ZyncError
-from zync.tables import qualified
+from zync.tables import dead_letter_table_name, qualified
 
 KAFKA_TIMEOUT_S = 5.0
 
@@ -28,6 +28,9 @@ class PartitionStatus:
     pending: int
     expired: int
     oldest_pending_age_s: int | None
+    dead_letters: int = 0  # in the raw table's dead-letter table (errors.tolerance: all), not replayed
+    # Of those, at offsets below the cursor: a replay lands them where this output no longer reads.
+    dead_letters_below_cursor: int = 0
 
     @property
     def behind(self) -> int | None:
@@ -133,12 +136,29 @@ def _input_status(spark, target: Target, topic: str, table: str, output) -> Inpu
     pending = {r["partition"]: (r["n"], r["age"]) for r in
                pending_raw.groupBy("partition")
                .agg(F.count("*").alias("n"), (now - F.unix_timestamp(F.min("timestamp"))).alias("age")).collect()}
-    partitions = sorted(set(latest) | set(cursors))
+    dead, dead_below = _dead_letters(spark, name, topic, cursors)
+    partitions = sorted(set(latest) | set(cursors) | set(dead))
     return InputStatus(topic, name, partitions=[
         PartitionStatus(p, cursors.get(p), latest.get(p), pending.get(p, (0, None))[0], expired.get(p, 0),
-                        pending.get(p, (0, None))[1])
+                        pending.get(p, (0, None))[1], dead.get(p, 0), dead_below.get(p, 0))
         for p in partitions
     ])
+
+
+def _dead_letters(spark, raw_name: str, topic: str, cursors: dict[int, int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Dead letters per partition, and how many of them lie below the output's cursor."""
+    from pyspark.sql import functions as F
+
+    name = dead_letter_table_name(raw_name)
+    if not spark.catalog.tableExists(name):
+        return {}, {}
+    total, below = {}, {}
+    for row in (spark.table(name).where(F.col("kafka.topic") == F.lit(topic))
+                .select(F.col("kafka.partition").alias("p"), F.col("kafka.offset").alias("o")).collect()):
+        total[row["p"]] = total.get(row["p"], 0) + 1
+        if cursors.get(row["p"]) is not None and row["o"] < cursors[row["p"]]:
+            below[row["p"]] = below.get(row["p"], 0) + 1
+    return total, below
 
 
 def _kafka_next_offset(target: Target, topic: str) -> tuple[int | None, str | None]:
@@ -293,15 +313,20 @@ def render(statuses: list[TransformStatus | MirrorStatus]) -> str:
         rows = []
         for item in status.inputs:
             if item.note:
-                rows.append([item.topic, "-", item.note, "", "", "", "", ""])
+                rows.append([item.topic, "-", item.note, "", "", "", "", "", ""])
                 continue
             if not item.partitions:
-                rows.append([item.topic, "-", "none yet", "-", "-", "0", "0", "-"])
+                rows.append([item.topic, "-", "none yet", "-", "-", "0", "0", "-", "0"])
             for p in item.partitions:
+                dead = str(p.dead_letters) + (f" ({p.dead_letters_below_cursor} below cursor)"
+                                              if p.dead_letters_below_cursor else "")
                 rows.append([item.topic, str(p.partition), _number(p.cursor, "none yet"), _number(p.latest_offset),
-                             _number(p.behind), str(p.pending), str(p.expired), _age(p.oldest_pending_age_s)])
+                             _number(p.behind), str(p.pending), str(p.expired), _age(p.oldest_pending_age_s), dead])
         lines += _table(["input", "partition", "cursor", "latest offset", "behind cursor", "pending", "expired",
-                         "oldest pending"], rows)
+                         "oldest pending", "dead letters"], rows)
+        if any(p.dead_letters for item in status.inputs for p in item.partitions):
+            lines.append("  dead letters: messages ingest could not take (errors.tolerance all); see "
+                         "<raw table>__dead_letters, replay with `zync from-kafka --topic T --replay-dead-letters`")
         if out.table_note:
             kafka = out.table_note
         elif out.kafka_note:

@@ -35,3 +35,11 @@ def check_envelope(spark, table: str) -> None:
             f"table {table} is not a zync table: it needs a first column `kafka` struct with topic, partition "
             f"and offset (missing: {', '.join(sorted(missing))}). Use a new table name, or drop this one."
         )
+
+
+DEAD_LETTERS_SUFFIX = "__dead_letters"
+
+
+def dead_letter_table_name(raw_table: str) -> str:
+    """The dead-letter table beside a raw table (errors.tolerance: all): raw_invoices -> raw_invoices__dead_letters."""
+    return raw_table + DEAD_LETTERS_SUFFIX

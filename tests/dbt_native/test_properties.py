@@ -75,9 +75,14 @@ def test_each_output_topic_is_an_exposure_fed_by_its_model(tmp_path):
 def test_a_raw_table_read_by_two_outputs_is_one_source_listing_both(tmp_path):
     sources = generated(tmp_path)["models/raw/__sources.yml"]["sources"][0]
     tables = {t["name"]: t for t in sources["tables"]}
-    assert set(tables) == {"raw_orders", "raw_lines"}
+    assert set(tables) == {"raw_orders", "raw_lines", "raw_orders__dead_letters", "raw_lines__dead_letters"}
     assert tables["raw_orders"]["meta"] == {"zync_topic": "Orders", "zync_read_by": ["order_lines", "order_events"]}
     assert {c["name"] for c in tables["raw_lines"]["columns"]} == {"kafka", "key", "value"}
+    # Beside each raw table, its dead-letter table (errors.tolerance: all), with a test that warns.
+    dead = tables["raw_orders__dead_letters"]
+    assert dead["meta"] == {"zync_dead_letters_of": "Orders"}
+    assert dead["data_tests"] == [{"name": "raw_orders__no_dead_letters", "test_name": "zync_no_dead_letters",
+                                   "config": {"severity": "warn"}}]
 
 
 def test_no_yaml_anchors_in_the_generated_files(tmp_path):

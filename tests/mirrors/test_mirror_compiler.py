@@ -90,7 +90,7 @@ def test_hard_mirrors_get_the_no_deleted_keys_test_and_soft_ones_do_not(tmp_path
 def test_mirror_tables_join_the_sources_once(tmp_path):
     files = compile_files(tmp_path, a_transform=TRANSFORM, mirrors=GOOD)
     tables = [t["name"] for t in yaml.safe_load(files["models/raw/__sources.yml"])["sources"][0]["tables"]]
-    assert tables == ["raw_items", "raw_shop_orders"]
+    assert tables == ["raw_items", "raw_items__dead_letters", "raw_shop_orders", "raw_shop_orders__dead_letters"]
     assert "models/outputs/out_model.sql" in files
 
 
