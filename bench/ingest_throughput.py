@@ -14,7 +14,10 @@ measures in the same run:
 - zync from-kafka with Python decoding (fastavro + createDataFrame), on the first
   --python-records messages (it is slower; the rate is what counts);
 - the anchor: Spark Structured Streaming (spark-sql-kafka + spark-avro, from_avro,
-  trigger(availableNow=True)) into Delta.
+  trigger(availableNow=True)) into Delta;
+- with --target cluster, also zync's default as an application of a local standalone cluster
+  (`zync up --cluster`: master, one worker, the Thrift Server holding 2 of its 4 cores), alternating
+  with the local runs, so the cluster's overhead on one machine is known.
 Rates exclude JVM start-up: zync's from its `start` log line to its last commit, the
 anchor's from query start to its end. Figures go to stdout and bench/out/ingest_throughput.json.
 """
@@ -40,7 +43,9 @@ STATE = OUT / "ingest-state"
 os.environ.update({"ZYNC_PROJECT_DIR": str(ROOT), "ZYNC_STATE_DIR": str(STATE),
                    "ZYNC_KAFKA_PORT": os.environ.get("BENCH_KAFKA_PORT", "23192"),
                    "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "23181"),
-                   "ZYNC_CATALOG_PORT": os.environ.get("BENCH_CATALOG_PORT", "23527"), "ZYNC_TARGET": "local"})
+                   "ZYNC_CATALOG_PORT": os.environ.get("BENCH_CATALOG_PORT", "23527"), "ZYNC_TARGET": "local",
+                   "ZYNC_SPARK_MASTER_PORT": os.environ.get("BENCH_SPARK_MASTER_PORT", "23077"),
+                   "ZYNC_THRIFT_PORT": os.environ.get("BENCH_THRIFT_PORT", "23000")})
 sys.path.insert(0, str(ROOT))
 
 ROW_FIELDS = [
@@ -146,21 +151,24 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: int, reader: str = "spark") -> dict:
+def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: int, reader: str = "spark",
+                target: str = "local") -> dict:
     location = OUT / "tables" / name
     shutil.rmtree(location, ignore_errors=True)
     state = OUT / f"state-{name}"
     shutil.rmtree(state, ignore_errors=True)
     log = OUT / f"{name}.log"
     env = {**os.environ, "ZYNC_STATE_DIR": str(state)}
-    args = [str(ROOT / ".venv/bin/zync"), "from-kafka", "--topic", topic, "--location", str(location),
+    args = [str(ROOT / ".venv/bin/zync"), "from-kafka", "--target", target, "--topic", topic, "--location", str(location),
             "--batch-size", str(batch_size), "--decoder", decoder, "--reader", reader, "--exit-after", "3s"]
     peak = 0
+    began = time.monotonic()
     with open(log, "w") as err:
         proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
         while proc.poll() is None:
             peak = max(peak, _tree_rss(proc.pid))
             time.sleep(0.2)
+    time_of_command = time.monotonic() - began  # the driver's side only: a cluster's executors run elsewhere
     events = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     if proc.returncode != 0:
         raise SystemExit(f"zync from-kafka failed ({name}):\n{log.read_text()[-3000:]}")
@@ -171,7 +179,8 @@ def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: in
     seconds = commits[-1]["ts"] - start
     check_ms = [e.get("check_ms", 0) for e in commits]
     return {"records": records, "seconds": seconds, "records_per_s": records / seconds, "commits": len(commits),
-            "batch_size": batch_size, "decoder": decoder, "reader": reader, "peak_rss_mb": peak / 2**20,
+            "batch_size": batch_size, "decoder": decoder, "reader": reader, "target": target,
+            "whole_command_s": time_of_command, "peak_rss_mb": peak / 2**20,
             "conflict_check_ms_per_commit": sum(check_ms) / len(check_ms)}
 
 
@@ -212,13 +221,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of zync's default and of the anchor, alternating; each keeps its best")
     parser.add_argument("--keep-services", action="store_true", help="leave the bench's Kafka and registry up")
+    parser.add_argument("--target", choices=("local", "cluster"), default="local",
+                        help="cluster: also run zync's default on a local standalone cluster (zync up --cluster), "
+                             "alternating with the local runs")
     args = parser.parse_args()
     from zync import services
     from zync.config import load_target
 
     OUT.mkdir(parents=True, exist_ok=True)
     target = load_target("local")
-    for line in services.up(target):
+    for line in services.up(target, cluster=args.target == "cluster"):
         print(line)
     try:
         topic, small = f"bench_ingest_{args.records}", f"bench_ingest_{args.python_records}"
@@ -231,14 +243,20 @@ def main() -> None:
         print("ceiling", results["ceiling_confluent_kafka_consume"], flush=True)
         # Identical runs vary by a fifth on this shared machine: the default and the anchor
         # alternate --repeat times and each keeps its best run, with every run's time listed.
-        zync_runs, anchor_runs = [], []
+        zync_runs, anchor_runs, cluster_runs = [], [], []
         for attempt in range(args.repeat):
             zync_runs.append(zync_ingest(topic, "zync-spark-1m", 1_000_000, "jvm", args.records))
             print(f"zync spark reader 1M, run {attempt + 1}", zync_runs[-1], flush=True)
+            if args.target == "cluster":
+                cluster_runs.append(zync_ingest(topic, "zync-cluster-1m", 1_000_000, "jvm", args.records,
+                                                target="cluster"))
+                print(f"zync on the local cluster 1M, run {attempt + 1}", cluster_runs[-1], flush=True)
             anchor_runs.append(anchor(target, topic, args.records))
             print(f"anchor, run {attempt + 1}", anchor_runs[-1], flush=True)
         results["zync_spark_reader_1m"] = _best(zync_runs)
         results["anchor_structured_streaming"] = _best(anchor_runs)
+        if cluster_runs:
+            results["zync_cluster_1m"] = _best(cluster_runs)
         results["zync_spark_reader_250k"] = zync_ingest(topic, "zync-spark-250k", 250_000, "jvm", args.records)
         print("zync spark reader 250k", results["zync_spark_reader_250k"], flush=True)
         results["zync_consumer_jvm_250k"] = zync_ingest(topic, "zync-consumer-250k", 250_000, "jvm", args.records,
@@ -250,7 +268,7 @@ def main() -> None:
         results["load_avg_at_end"] = os.getloadavg()[0]
     finally:
         if not args.keep_services:
-            services.down(target)
+            services.down(target)  # the cluster too, if it was started
     (OUT / "ingest_throughput.json").write_text(json.dumps(results, indent=2))
     rows = [("ceiling: confluent-kafka consume", results["ceiling_confluent_kafka_consume"]),
             ("zync from-kafka, spark reader, batch 1M (default)", results["zync_spark_reader_1m"]),
@@ -258,6 +276,8 @@ def main() -> None:
             ("zync from-kafka, consumer + jvm decode, 250k", results["zync_consumer_jvm_250k"]),
             ("anchor: Structured Streaming availableNow", results["anchor_structured_streaming"]),
             (f"zync from-kafka, python decode ({args.python_records:,})", results["zync_python_batch_100k"])]
+    if "zync_cluster_1m" in results:
+        rows.insert(2, ("zync from-kafka on the local cluster, batch 1M", results["zync_cluster_1m"]))
     print(f"\n{results['machine']}")
     for label, r in rows:
         rss = f"  peak RSS {r['peak_rss_mb']:,.0f} MB" if "peak_rss_mb" in r else ""
@@ -266,6 +286,10 @@ def main() -> None:
     print(f"conflict check per commit (zync default): {results['zync_spark_reader_1m']['conflict_check_ms_per_commit']:.0f} ms")
     ratio = results["zync_spark_reader_1m"]["records_per_s"] / results["anchor_structured_streaming"]["records_per_s"]
     print(f"zync default / anchor: {ratio:.2f}x (target: at or above 1.00)")
+    if "zync_cluster_1m" in results:
+        local, on_cluster = results["zync_spark_reader_1m"], results["zync_cluster_1m"]
+        print(f"local cluster / local: {on_cluster['seconds'] / local['seconds']:.2f}x the time "
+              f"(whole commands: {on_cluster['whole_command_s']:.1f} vs {local['whole_command_s']:.1f} s)")
 
 
 if __name__ == "__main__":
