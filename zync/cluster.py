@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.request import urlopen
 
-import pyspark
-
 from zync.config import Target, load_target, state_dir
 from zync.errors import ZyncError
 
@@ -36,7 +34,13 @@ THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 THRIFT_SERVER_NAME = "zync thrift server"
 
 
+# The services' names (and their folders under the state folder), in start order.
+SERVICE_NAMES = ("spark-master", "spark-worker", "thrift-server")
+
+
 def spark_home() -> Path:
+    import pyspark  # only where the cluster is used: it is not a light import
+
     return Path(pyspark.__file__).parent
 
 
@@ -101,7 +105,7 @@ def services():  # -> list[zync.services.Service], in start order
         return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
 
     master = Service(
-        name="spark-master", port=port, cwd=state_dir(),
+        name=SERVICE_NAMES[0], port=port, cwd=state_dir(),
         command=[spark_class, "org.apache.spark.deploy.master.Master", "--host", LOOPBACK,
                  "--port", str(port), "--webui-port", str(master_ui_port(port))],
         env=_env(), ready=lambda: (master_json(port) or {}).get("status") == "ALIVE",
@@ -109,7 +113,7 @@ def services():  # -> list[zync.services.Service], in start order
     )
     work = worker_dir()
     worker = Service(
-        name="spark-worker", port=port + 1, cwd=state_dir(),
+        name=SERVICE_NAMES[1], port=port + 1, cwd=state_dir(),
         command=[spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", LOOPBACK,
                  "--port", str(port + 1), "--webui-port", str(port + 4), "--cores", str(WORKER_CORES),
                  "--memory", WORKER_MEMORY, "--work-dir", str(work)],
@@ -125,7 +129,7 @@ def services():  # -> list[zync.services.Service], in start order
     driver_path += [jar for jar in conf.get("spark.jars", "").split(",") if jar]
     conf["spark.driver.extraClassPath"] = os.pathsep.join(driver_path)
     thrift_server = Service(
-        name="thrift-server", port=thrift, cwd=state_dir(),
+        name=SERVICE_NAMES[2], port=thrift, cwd=state_dir(),
         command=[str(spark_home() / "bin" / "spark-submit"), "--master", master_url,
                  "--class", THRIFT_SERVER_CLASS, "--name", THRIFT_SERVER_NAME,
                  *[part for key, value in conf.items() for part in ("--conf", f"{key}={value}")],

@@ -345,13 +345,18 @@ def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
     extra = connect_services(target)
     if not connect:
         extra = [s for s in extra if s.folder.exists()]
-    spark = [s for s in cluster_services() if cluster or s.folder.exists()]
+    from zync.cluster import SERVICE_NAMES
+
+    # The cluster's settings come from the `cluster` target: read only when the cluster is asked
+    # for or was started here, so a project without that target keeps its `zync up`.
+    started = any((state_dir() / name).exists() for name in SERVICE_NAMES)
+    spark = [s for s in cluster_services() if cluster or s.folder.exists()] if cluster or started else []
     return services(target) + extra + spark
 
 
 # Start order: each phase waits for the one before (Connect needs the broker's topics; the worker
 # needs the master; the Thrift Server needs the worker's executors and the catalog).
-_LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))
+_LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))  # zync.cluster.SERVICE_NAMES
 
 
 def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False) -> list[str]:

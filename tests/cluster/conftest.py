@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from zync import cluster as spark_cluster
 from zync import services
 from zync.config import load_target
 
-CLUSTER_SERVICES = {"spark-master", "spark-worker", "thrift-server"}
+CLUSTER_SERVICES = set(spark_cluster.SERVICE_NAMES)
 
 
 @pytest.fixture(scope="package")
