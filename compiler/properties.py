@@ -150,6 +150,8 @@ def _dead_letter_source(table: str, topic: str) -> dict:
             "is dead-lettered."
         ),
         "meta": {"zync_dead_letters_of": topic},
+        # Not the raw source's freshness: an old dead letter is no ingest lag (and the table may not exist).
+        "config": {"freshness": None},
         "columns": DEAD_LETTER_COLUMNS,
         "data_tests": [{"name": f"{table}__no_dead_letters", "test_name": "zync_no_dead_letters",
                         "config": {"severity": "warn"}}],
