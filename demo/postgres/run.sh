@@ -20,21 +20,15 @@ rm -rf "$ZYNC_STATE_DIR"
 zync up --connect
 zync etl compile
 
-echo; echo "=== step 1: tables and their first rows (Debezium's snapshot)"
-step sql demo_source "$demo/sql/1-tables-and-snapshot.sql"
+mapfile -t files < <(step steps)   # the steps' SQL files, in order (connectors.py STEPS)
 step sql postgres <(echo "create database demo_target")
-step start
-counts=("Invoices=2 InvoiceStatus=2" "Invoices=4 InvoiceStatus=3" "Invoices=4 InvoiceStatus=5"
-        "Invoices=4 InvoiceStatus=8" "Invoices=7 InvoiceStatus=8")
-files=("" 2-new-invoices 3-status-changes 4-payments 5-edit-and-delete)
-for i in 0 1 2 3 4; do
-  if [ "$i" -gt 0 ]; then
-    echo; echo "=== step $((i + 1)): $demo/sql/${files[$i]}.sql"
-    cat "$demo/sql/${files[$i]}.sql" | grep -v '^--'
-    step sql demo_source "$demo/sql/${files[$i]}.sql"
-  fi
-  # shellcheck disable=SC2086
-  step wait-records ${counts[$i]}
+for i in "${!files[@]}"; do
+  echo; echo "=== step $((i + 1)): ${files[$i]#"$PWD/"}"
+  grep -v '^--' "${files[$i]}"
+  step sql demo_source "${files[$i]}"
+  # Debezium starts after the first step's rows exist: they arrive as its snapshot (op 'r').
+  if [ "$i" -eq 0 ]; then step start; fi
+  step wait-records $((i + 1))
   zync from-kafka --topic Invoices --topic InvoiceStatus --exit-after 2s
   dbt run --select new_invoices invoices_mirror --quiet
   zync to-kafka --table new_invoices

@@ -22,7 +22,7 @@
 select
     {%- for column in adapter.get_columns_in_relation(relation) %}
     {%- if column.name | lower in ('key', 'value') %}
-    {{ zync_typed_column(relation, column.name | lower, notes, alias='input') }} as {{ adapter.quote(column.name | lower) }}{{ "," if not loop.last }}
+    {{ zync_typed_column(relation, column.name | lower, notes, alias='input') }} as {{ adapter.quote(column.name | lower) }},
     {%- else %}
     input.{{ adapter.quote(column.name) }},
     {%- endif %}
