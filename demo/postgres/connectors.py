@@ -1,7 +1,8 @@
 """The PostgreSQL demo's steps and connectors, shared by run.sh (through the command line below) and
 tests/debezium/test_end_to_end.py (which imports it, under names of its own): the SQL steps and how many
-records each one leaves in the source topics, starting the Debezium source and the JDBC sink, waiting
-for a topic to hold N records, waiting for the sink to have applied the output topic, running SQL."""
+records each one leaves in the source topics, the denormalised state the sink's table must reach,
+starting the Debezium source and the JDBC sink, waiting for a topic to hold N records, for the sink to
+have applied the output topic or to hold the expected state, running SQL."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ STEPS: list[tuple[str, dict[str, int]]] = [
     ("4-payments.sql", {"invoices": 4, "invoice_status": 8}),
     ("5-edit-and-delete.sql", {"invoices": 7, "invoice_status": 8}),
 ]
+
+
+# What the sink's table must hold after a step, computed by PostgreSQL from the source tables (never from
+# what zync wrote): the transform pairs each invoice with its status (an invoice without one waits), status
+# and invoice updates follow as partial rows, a deleted invoice's row goes.
+DENORMALISED = """
+select i."ID" as id, i.customer, i.item, s.status as invoice_status
+from invoices i join invoice_status s on s."InvoiceID" = i."ID"
+order by 1
+"""
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,30 @@ def wait_sink(target: Target, timeout: float = 120, names: Names = DEMO) -> None
         time.sleep(0.5)
 
 
+def target_rows(names: Names = DEMO) -> list[dict]:
+    """The sink's table as the denormalised state's columns (empty while the sink has not created it)."""
+    if not postgres.query(f"select 1 from pg_tables where tablename = '{names.target_table}'", names.target_db):
+        return []
+    return postgres.query(f"select id, customer, item, invoice_status from {names.target_table} order by 1",
+                          names.target_db)
+
+
+def wait_target(timeout: float = 300, names: Names = DEMO) -> None:
+    """Until the sink's table equals the denormalised state of the source tables (for a `zync run` in the
+    background, which publishes when it has drained)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        expected = postgres.query(DENORMALISED, names.source_db)
+        actual = target_rows(names)
+        if actual == expected:
+            return
+        connect.Connect().check(names.sink)
+        if time.monotonic() > deadline:
+            raise ZyncError(f"{names.target_db}.{names.target_table} holds {actual}, not {expected}, "
+                            f"after {timeout:.0f}s (zync run's log says why)")
+        time.sleep(0.5)
+
+
 def sql(args: argparse.Namespace) -> None:
     with open(args.file) as f:
         text = f.read()
@@ -135,6 +170,9 @@ def main() -> int:
     p = verbs.add_parser("wait-sink", help="wait until the JDBC sink has applied all of NewInvoices")
     p.add_argument("--timeout", type=float, default=120)
     p.set_defaults(run=lambda args: wait_sink(load_target(), args.timeout))
+    p = verbs.add_parser("wait-target", help="wait until new_invoices equals the source tables' denormalised state")
+    p.add_argument("--timeout", type=float, default=300)
+    p.set_defaults(run=lambda args: wait_target(args.timeout))
     verbs.add_parser("steps", help="print the steps' SQL files, one a line").set_defaults(
         run=lambda args: print("\n".join(str(SQL / file) for file, _ in STEPS)))
     p = verbs.add_parser("sql", help="run a SQL file in a database")

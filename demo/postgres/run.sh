@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The invoices demo on real systems: PostgreSQL tables changed with SQL ->
-# Debezium's PostgreSQL connector -> Kafka -> zync (from-kafka, dbt run,
-# to-kafka) -> NewInvoices -> Debezium's JDBC sink -> the table new_invoices
-# of a second PostgreSQL database, printed after each step.
+# Debezium's PostgreSQL connector -> Kafka -> zync (`zync run`: ingest, dbt,
+# egress, in one warm process) -> NewInvoices -> Debezium's JDBC sink -> the
+# table new_invoices of a second PostgreSQL database, printed after each step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -12,6 +12,7 @@ demo=demo/postgres
 export ZYNC_STATE_DIR="${ZYNC_STATE_DIR:-$PWD/.local/demo-postgres-state}"
 export ZYNC_KAFKA_PORT="${ZYNC_KAFKA_PORT:-19292}" ZYNC_REGISTRY_PORT="${ZYNC_REGISTRY_PORT:-18281}"
 export ZYNC_POSTGRES_PORT="${ZYNC_POSTGRES_PORT:-15532}" ZYNC_CONNECT_PORT="${ZYNC_CONNECT_PORT:-18283}"
+export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11727}"
 export ZYNC_DEMO=true   # the demo's transforms and models (demo/invoices/transforms)
 step() { python "$demo/connectors.py" "$@"; }
 
@@ -22,21 +23,31 @@ zync etl compile
 
 mapfile -t files < <(step steps)   # the steps' SQL files, in order (connectors.py STEPS)
 step sql postgres <(echo "create database demo_target")
+log="$ZYNC_STATE_DIR/zync-run.log"
 for i in "${!files[@]}"; do
   echo; echo "=== step $((i + 1)): ${files[$i]#"$PWD/"}"
   grep -v '^--' "${files[$i]}"
   step sql demo_source "${files[$i]}"
-  # Debezium starts after the first step's rows exist: they arrive as its snapshot (op 'r').
-  if [ "$i" -eq 0 ]; then step start; fi
+  if [ "$i" -eq 0 ]; then
+    # Debezium starts after the first step's rows exist: they arrive as its snapshot (op 'r').
+    step start
+    # One warm zync process for every step: it ingests, runs the models (new_invoices and the
+    # invoices mirror) and publishes as changes arrive. Its JSON log goes to a file.
+    zync run >"$log" 2>&1 &
+    run_pid=$!
+    trap 'kill -TERM "$run_pid" 2>/dev/null; wait "$run_pid" || true' EXIT
+    echo "zync run started (pid $run_pid, log $log)"
+  fi
   step wait-records $((i + 1))
-  zync from-kafka --topic Invoices --topic InvoiceStatus --exit-after 2s
-  dbt run --select new_invoices invoices_mirror --quiet
-  zync to-kafka --table new_invoices
-  step wait-sink
+  # zync run publishes, the sink applies: until the sink's table equals the state PostgreSQL computes.
+  step wait-target
   echo "--- demo_target.new_invoices (written by Debezium's JDBC sink)"
   step show demo_target 'select * from new_invoices order by 1'
 done
+kill -TERM "$run_pid"; wait "$run_pid" || true; trap - EXIT
+tail -n 1 "$log"
 
 echo
 echo "The services are still running (ZYNC_STATE_DIR=$ZYNC_STATE_DIR); stop them with:"
-echo "  ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT zync down"
+echo "  ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT \\"
+echo "  ZYNC_CATALOG_PORT=$ZYNC_CATALOG_PORT ZYNC_POSTGRES_PORT=$ZYNC_POSTGRES_PORT ZYNC_CONNECT_PORT=$ZYNC_CONNECT_PORT zync down"
