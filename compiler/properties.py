@@ -38,8 +38,9 @@ OUTPUT_COLUMNS = [
     {"name": "value", "description": "out rows: the output record's value; null is a tombstone."},
     {"name": "fields", "description": "out rows: the value fields the row carries, so that a partial update "
                                       "reaches the sink with exactly these; null for a tombstone."},
-    {"name": "status", "description": "done rows: 'processed' or 'expired' (waited longer than the transform's "
-                                      "expire-after); null otherwise."},
+    {"name": "status", "description": "done rows: 'processed', 'expired' (waited longer than the transform's "
+                                      "expire-after), 'skipped' (no rule can take it: a tombstone, say) or "
+                                      "'replayed' (the same change delivered again by Debezium); null otherwise."},
     {"name": "run_id", "description": "The dbt invocation_id of the run that appended the row."},
 ]
 

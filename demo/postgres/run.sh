@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The invoices demo on real systems: PostgreSQL tables changed with SQL ->
-# Debezium's PostgreSQL connector -> Kafka -> zync (from-kafka, dbt run,
-# to-kafka) -> NewInvoices -> Debezium's JDBC sink -> the table new_invoices
-# of a second PostgreSQL database, printed after each step.
+# Debezium's PostgreSQL connector -> Kafka -> zync (`zync run`: ingest, dbt,
+# egress, in one warm process) -> NewInvoices -> Debezium's JDBC sink -> the
+# table new_invoices of a second PostgreSQL database, printed after each step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -12,6 +12,7 @@ demo=demo/postgres
 export ZYNC_STATE_DIR="${ZYNC_STATE_DIR:-$PWD/.local/demo-postgres-state}"
 export ZYNC_KAFKA_PORT="${ZYNC_KAFKA_PORT:-19292}" ZYNC_REGISTRY_PORT="${ZYNC_REGISTRY_PORT:-18281}"
 export ZYNC_POSTGRES_PORT="${ZYNC_POSTGRES_PORT:-15532}" ZYNC_CONNECT_PORT="${ZYNC_CONNECT_PORT:-18283}"
+export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11727}"
 export ZYNC_DEMO=true   # the demo's transforms and models (demo/invoices/transforms)
 step() { python "$demo/connectors.py" "$@"; }
 
@@ -20,29 +21,33 @@ rm -rf "$ZYNC_STATE_DIR"
 zync up --connect
 zync etl compile
 
-echo; echo "=== step 1: tables and their first rows (Debezium's snapshot)"
-step sql demo_source "$demo/sql/1-tables-and-snapshot.sql"
+mapfile -t files < <(step steps)   # the steps' SQL files, in order (connectors.py STEPS)
 step sql postgres <(echo "create database demo_target")
-step start
-counts=("Invoices=2 InvoiceStatus=2" "Invoices=4 InvoiceStatus=3" "Invoices=4 InvoiceStatus=5"
-        "Invoices=4 InvoiceStatus=8" "Invoices=7 InvoiceStatus=8")
-files=("" 2-new-invoices 3-status-changes 4-payments 5-edit-and-delete)
-for i in 0 1 2 3 4; do
-  if [ "$i" -gt 0 ]; then
-    echo; echo "=== step $((i + 1)): $demo/sql/${files[$i]}.sql"
-    cat "$demo/sql/${files[$i]}.sql" | grep -v '^--'
-    step sql demo_source "$demo/sql/${files[$i]}.sql"
+log="$ZYNC_STATE_DIR/zync-run.log"
+for i in "${!files[@]}"; do
+  echo; echo "=== step $((i + 1)): ${files[$i]#"$PWD/"}"
+  grep -v '^--' "${files[$i]}"
+  step sql demo_source "${files[$i]}"
+  if [ "$i" -eq 0 ]; then
+    # Debezium starts after the first step's rows exist: they arrive as its snapshot (op 'r').
+    step start
+    # One warm zync process for every step: it ingests, runs the models (new_invoices and the
+    # invoices mirror) and publishes as changes arrive. Its JSON log goes to a file.
+    zync run >"$log" 2>&1 &
+    run_pid=$!
+    trap 'kill -TERM "$run_pid" 2>/dev/null; wait "$run_pid" || true' EXIT
+    echo "zync run started (pid $run_pid, log $log)"
   fi
-  # shellcheck disable=SC2086
-  step wait-records ${counts[$i]}
-  zync from-kafka --topic Invoices --topic InvoiceStatus --exit-after 2s
-  dbt run --select new_invoices invoices_mirror --quiet
-  zync to-kafka --table new_invoices
-  step wait-sink
+  step wait-records $((i + 1))
+  # zync run publishes, the sink applies: until the sink's table equals the state PostgreSQL computes.
+  step wait-target
   echo "--- demo_target.new_invoices (written by Debezium's JDBC sink)"
   step show demo_target 'select * from new_invoices order by 1'
 done
+kill -TERM "$run_pid"; wait "$run_pid" || true; trap - EXIT
+tail -n 1 "$log"
 
 echo
 echo "The services are still running (ZYNC_STATE_DIR=$ZYNC_STATE_DIR); stop them with:"
-echo "  ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT zync down"
+echo "  ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT \\"
+echo "  ZYNC_CATALOG_PORT=$ZYNC_CATALOG_PORT ZYNC_POSTGRES_PORT=$ZYNC_POSTGRES_PORT ZYNC_CONNECT_PORT=$ZYNC_CONNECT_PORT zync down"

@@ -43,7 +43,9 @@ select
     ) as zync_pair
 from {{ input }} as {{ alias }}
 {{- zync_not_consumed_by(alias, after) }}
+-- a replay of an earlier record (zync_replays) takes part in no event
+where {{ alias }}.zync_replay_of is null
 {%- if where %}
-where {{ where }}
+    and ({{ where }})
 {%- endif %}
 {%- endmacro %}

@@ -5,8 +5,9 @@
     (contiguous, no gaps, so egress can align them with Kafka's offsets),
     with the value's fields and the list of fields the row carries;
   - done rows: one per input record consumed ('processed'), given up
-    ('expired'), or that no rule can take ('skipped': a tombstone, an op no
-    rule admits);
+    ('expired'), that no rule can take ('skipped': a tombstone, an op no
+    rule admits), or that replays an earlier record ('replayed': Debezium
+    sent the same change again, zync_replays);
   - cursor rows: per input topic/partition whose low-water mark moved, and
     one for the output topic holding its next offset.
   `events` is a relation with consumed, ordering, key, value__<field> for each
@@ -66,7 +67,7 @@ select
             {%- endfor %}
         end in ({{ zync_unavailable_as_json() }}), false)) end as fields,
     case when kind = 'done' then (
-        case when kept_by is not null then 'processed' when skipped then 'skipped' else 'expired' end
+        case when kept_by is not null then 'processed' when replayed then 'replayed' when skipped then 'skipped' else 'expired' end
     ) end as status,
     '{{ invocation_id }}' as run_id
 from zync_emitted

@@ -4,8 +4,9 @@
   list of {'cte': name, 'expire_after': none | {'offsets': N} | {'seconds': S},
   'takeable': SQL over `in_record`, true when some rule could take it}.
   key_json identifies the record's Kafka key exactly (any key type);
-  `skipped` marks a record no rule can ever take (a tombstone, say): it is
-  done at once, so it never holds back its key or the cursor.
+  `skipped` marks a record no rule can ever take (a tombstone, say) or a
+  replay (zync_replays; `replayed` tells it apart): it is done at once, so
+  it never holds back its key or the cursor.
 #}
 {% macro zync_records(inputs) -%}
 {%- for input in inputs %}
@@ -15,7 +16,8 @@ select
     kafka.offset,
     to_json(named_struct('k', key)) as key_json,
     {{ zync_expirable(input.expire_after) }} as expirable,
-    not ({{ input.get('takeable', 'true') }}) as skipped
+    zync_replay_of is not null or not ({{ input.get('takeable', 'true') }}) as skipped,
+    zync_replay_of is not null as replayed
 from {{ input.cte }} as in_record
 {%- if not loop.last %}
 union all

@@ -11,12 +11,12 @@ select
 from {{ input }} as in_record
 {{- zync_not_consumed_by('in_record', after) }}
 {{- zync_lookup_joins(lookups) }}
-{%- if where and lookups %}
-where ({{ zync_lookups_unique(lookups, 'in_record') }})
+-- a replay of an earlier record (zync_replays) takes part in no event
+where in_record.zync_replay_of is null
+{%- if lookups %}
+    and ({{ zync_lookups_unique(lookups, 'in_record') }})
+{%- endif %}
+{%- if where %}
     and ({{ where }})
-{%- elif lookups %}
-where {{ zync_lookups_unique(lookups, 'in_record') }}
-{%- elif where %}
-where {{ where }}
 {%- endif %}
 {%- endmacro %}

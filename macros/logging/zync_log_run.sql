@@ -60,6 +60,7 @@ order by kind, status, kafka.topic
 {%- set detail = (': ' ~ per_topic | join(', ')) if per_topic else '' %}
 {%- set offsets = (' (offsets ' ~ out['first'] ~ '-' ~ out['last'] ~ ')') if out['rows'] else '' %}
 {{- 'zync ' ~ model_name ~ ': ' ~ done['all'] ~ ' input records done (' ~ done['processed'] ~ ' processed, '
-    ~ done['expired'] ~ ' expired' ~ ((', ' ~ done['skipped'] ~ ' skipped') if done.get('skipped') else '') ~ ')' ~ detail ~ '; ' ~ out['rows'] ~ ' out rows written'
+    ~ done['expired'] ~ ' expired' ~ ((', ' ~ done['skipped'] ~ ' skipped') if done.get('skipped') else '')
+    ~ ((', ' ~ done['replayed'] ~ ' replayed') if done.get('replayed') else '') ~ ')' ~ detail ~ '; ' ~ out['rows'] ~ ' out rows written'
     ~ ((' to ' ~ out['topic']) if out['topic'] else '') ~ offsets ~ '; ' ~ cursor_rows['rows'] ~ ' cursor rows' -}}
 {%- endmacro %}

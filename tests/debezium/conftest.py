@@ -94,6 +94,28 @@ class Debezium:
                                  f"connectors: {states}")
         return count
 
+    def replay(self, topic: str, first_offset: int) -> int:
+        """Deliver the connector's own records of `topic` (partition 0) from first_offset on a second
+        time, byte for byte and in order, after what the topic holds: what a Debezium task does after
+        a crash before its offsets were committed. Returns how many records were sent again."""
+        from confluent_kafka import TopicPartition
+
+        consumer = kafka_client.consumer(self.target, "dbz-replay", **{"auto.offset.reset": "earliest",
+                                                                        "enable.auto.commit": False})
+        end = kafka_client.high_water_marks(self.target, topic)[0]
+        consumer.assign([TopicPartition(topic, 0, first_offset)])
+        producer = kafka_client.producer(self.target)
+        replayed = 0
+        while first_offset + replayed < end:
+            message = consumer.poll(10)
+            assert message is not None and message.error() is None, \
+                f"record {first_offset + replayed} of {topic} not read back"
+            producer.produce(topic, key=message.key(), value=message.value(), partition=0)
+            replayed += 1
+        consumer.close()
+        assert producer.flush(30) == 0
+        return replayed
+
     def ingest(self, topic: str, table: str, n: int, rounds: int = 5) -> int:
         """`zync from-kafka` in this process until the raw table has taken the topic's first n records."""
         from ingest.from_kafka import Ingest

@@ -16,7 +16,6 @@ import json
 from decimal import Decimal
 
 import pytest
-from confluent_kafka import TopicPartition
 
 from tests.mirrors.conftest import scratch_project
 from zync import kafka_client, topics
@@ -279,25 +278,6 @@ def typed(row: dict) -> dict:
     }
 
 
-def replay(target, topic: str, first_offset: int) -> int:
-    """Deliver the connector's own records of `topic` from first_offset on a second time, byte for
-    byte and in order (what a Debezium task does after a crash before its offsets were committed)."""
-    consumer = kafka_client.consumer(target, "dbz-replay", **{"auto.offset.reset": "earliest",
-                                                               "enable.auto.commit": False})
-    end = kafka_client.high_water_marks(target, topic)[0]
-    consumer.assign([TopicPartition(topic, 0, first_offset)])
-    producer = kafka_client.producer(target)
-    replayed = 0
-    while first_offset + replayed < end:
-        message = consumer.poll(10)
-        assert message is not None and message.error() is None, f"record {first_offset + replayed} of {topic} not read back"
-        producer.produce(topic, key=message.key(), value=message.value(), partition=0)
-        replayed += 1
-    consumer.close()
-    assert producer.flush(30) == 0
-    return replayed
-
-
 def test_a_mirror_equals_postgresql_value_by_value_also_after_a_replay(streamed, debezium, spark, target, tmp_path):
     spark.sql(f"drop table if exists zync.{MIRROR}")
     project = scratch_project(tmp_path, MIRRORS)
@@ -306,7 +286,7 @@ def test_a_mirror_equals_postgresql_value_by_value_also_after_a_replay(streamed,
     assert mirror_rows(spark) == final  # the unchanged TOASTed bodies of 3 and 5 included
 
     # Everything after the snapshot is delivered again, then one more change is made.
-    replayed = replay(target, INVOICES, SNAPSHOT_ROWS)
+    replayed = debezium.replay(INVOICES, SNAPSHOT_ROWS)
     assert replayed == STREAMED_INVOICES
     debezium.psql("update invoices set paid = false, note = 'after the replay' where id = 3", DB)
     total = debezium.wait_records(INVOICES, SNAPSHOT_ROWS + 2 * STREAMED_INVOICES + 1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from decimal import Decimal
 
 import pytest
@@ -122,6 +123,12 @@ def test_a_killed_connect_worker_loses_no_change(stream, debezium, spark, target
     debezium.psql("insert into items values (11, 'item 11', 1.0, 'grey', 1, 'old');", DB)
     debezium.wait_records(TOPIC, before + 1)
     os.killpg(worker.pid(), signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: until the process is gone (and reaped), `services.up` takes it
+    # for a running worker and starts none (seen on a loaded machine: Connect never came back).
+    deadline = time.monotonic() + 30
+    while worker.pid() is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert worker.pid() is None, "the killed Connect worker is still running after 30 s"
     # While the worker is down: changes wait in the replication slot.
     debezium.psql("update items set qty = qty + 10 where id in (1, 11); delete from items where id = 5; "
                   "insert into items values (10, 'item 10', 2.25, null, 7, 'x');", DB)

@@ -110,11 +110,11 @@ def raw_row(topic: str, offset: int, key: int | None, op: str | None, id: int | 
     return ((topic, partition, offset, stamp), None if key is None else (key,), value)
 
 
-def append_raw(spark, table: str, rows: list, files: int = 1) -> None:
+def append_raw(spark, table: str, rows: list, files: int = 1, ddl: str = RAW_DDL) -> None:
     """Append rows to a raw table in one commit (creating it), as `files` files split by offset."""
     # Run alone, these tests may be the first to use the schema (from-kafka creates it too).
     spark.sql(f"create database if not exists {SCHEMA}")
-    frame = spark.createDataFrame(rows, RAW_DDL)
+    frame = spark.createDataFrame(rows, ddl)
     if files > 1:
         frame = frame.repartitionByRange(files, "kafka.offset")
     else:
