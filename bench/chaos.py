@@ -1,4 +1,4 @@
-"""Fault campaign: `zync run` under kill -9, SIGTERM, broker and registry restarts, a second run and a dead Spark engine, checked record by record.
+"""Fault campaign: `zync run` under kill -9, SIGTERM, restarts, a second run and a dead Spark engine, checked.
 
     .venv/bin/python bench/chaos.py [--seed 16] [--kills 20] [--sigterms 3] [--broker 2] [--registry 2]
                                     [--second-runs 2] [--spark-failures 3]

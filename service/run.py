@@ -149,7 +149,7 @@ class Service:
         logging.getLogger().addFilter(self._quiet_dead_engine)
 
     def _quiet_dead_engine(self, record: logging.LogRecord) -> bool:
-        """Drop py4j's traceback for each call that met a dead JVM (on the root logger): EngineDiedError says it once."""
+        """Drop py4j's traceback (root logger) for each call that met a dead JVM: EngineDiedError says it once."""
         return not (record.getMessage() == "Exception while sending command."
                     and engine_exit_status(self.spark) is not None)
 
@@ -181,12 +181,18 @@ class Service:
 
     def check_engine(self) -> None:
         """Raise EngineDiedError if the Spark JVM has exited (cheap: a waitpid, no call into it)."""
+        died = self._engine_died()
+        if died is not None:
+            raise died
+
+    def _engine_died(self) -> EngineDiedError | None:
+        """The error to end with if the Spark JVM has exited, else None."""
         died = engine_exit_status(self.spark)
         if died is None:
-            return
+            return None
         pid, status = died
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
-        raise EngineDiedError(
+        return EngineDiedError(
             f"the Spark engine (JVM pid {pid}) {how}; zync run cannot go on without it and stops. Start it "
             "again (a supervisor such as systemd restarts it): each stage resumes where its tables and "
             "topics stand, nothing is lost or duplicated")
@@ -365,12 +371,10 @@ class Service:
                     raise
                 except Exception as e:
                     # Py4J's errors from a dead JVM (a refused connection) are not zync's: say what happened.
-                    if engine_exit_status(self.spark) is None:
+                    died = self._engine_died()
+                    if died is None:
                         raise
-                    try:
-                        self.check_engine()
-                    except EngineDiedError as died:
-                        raise died from e
+                    raise died from e
                 if once and not (self.rerun and reports):
                     break
                 if not reports:
