@@ -78,7 +78,8 @@ clean:
 chaos-run: setup
 	ZYNC_RUN_KILL_TRIALS=$${ZYNC_RUN_KILL_TRIALS:-10} $(BIN)/pytest -p no:cacheprovider tests/service/test_run_service.py
 
-# The fault campaign (bench/chaos.py): 29 seeded trials of kill -9, SIGTERM, broker and registry
-# restarts and a second `zync run`, each checked for lost, duplicated and misordered records.
+# The fault campaign (bench/chaos.py): 32 seeded trials of kill -9, SIGTERM, broker and registry
+# restarts, a second `zync run` and kill -9 of zync run's Spark JVM, each checked for lost, duplicated
+# and misordered records and for mirror rows unlike the current state.
 chaos: setup
 	$(BIN)/python bench/chaos.py $(CHAOS_ARGS)

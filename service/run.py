@@ -22,11 +22,19 @@ another ingest makes this one's ingest of it stop and resume from the table
 the next cycle, and an output table another `dbt run` moved is published here.
 
 SIGINT and SIGTERM finish the step under way, then the run exits 0.
+
+The Spark driver JVM is this process's child. If it dies (killed, out of
+memory), nothing more can run here, and a stage failing on it must not be
+retried forever: the run checks the JVM after a stage fails, at each cycle
+and while idle, and ends with EngineDiedError (exit 1, naming the JVM and its
+exit status) so a supervisor starts it again; the restart resumes like
+after a kill -9.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import threading
 import time
@@ -53,6 +61,22 @@ RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
 
 class NothingToRunError(ZyncError):
     """The project has no enabled output or mirror models (matching --select)."""
+
+
+class EngineDiedError(ZyncError):
+    """The Spark driver JVM this process drives has exited: the run cannot go on and ends."""
+
+
+def engine_exit_status(spark) -> tuple[int, int] | None:
+    """(pid, exit status) of the driver JVM this process launched if it has exited, else None.
+
+    PySpark keeps the launched JVM's Popen on its gateway; a session whose JVM
+    this process did not launch (none here) has no such handle and counts as alive.
+    """
+    process = getattr(spark.sparkContext._gateway, "proc", None)
+    if process is None or process.poll() is None:
+        return None
+    return process.pid, process.returncode
 
 
 @dataclass
@@ -122,6 +146,12 @@ class Service:
         self.published_at: dict[str, TableVersion] = {}
         self.backoff: dict[str, Backoff] = {}
         self.stopping = threading.Event()
+        logging.getLogger().addFilter(self._quiet_dead_engine)
+
+    def _quiet_dead_engine(self, record: logging.LogRecord) -> bool:
+        """Drop py4j's traceback (root logger) for each call that met a dead JVM: EngineDiedError says it once."""
+        return not (record.getMessage() == "Exception while sending command."
+                    and engine_exit_status(self.spark) is not None)
 
     # --- the project ----------------------------------------------------------
 
@@ -149,7 +179,26 @@ class Service:
         backoff = self.backoff.get(key)
         return backoff is None or backoff.due
 
+    def check_engine(self) -> None:
+        """Raise EngineDiedError if the Spark JVM has exited (cheap: a waitpid, no call into it)."""
+        died = self._engine_died()
+        if died is not None:
+            raise died
+
+    def _engine_died(self) -> EngineDiedError | None:
+        """The error to end with if the Spark JVM has exited, else None."""
+        died = engine_exit_status(self.spark)
+        if died is None:
+            return None
+        pid, status = died
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        return EngineDiedError(
+            f"the Spark engine (JVM pid {pid}) {how}; zync run cannot go on without it and stops. Start it "
+            "again (a supervisor such as systemd restarts it): each stage resumes where its tables and "
+            "topics stand, nothing is lost or duplicated")
+
     def _failed(self, stage: str, what: str, error: Exception) -> None:
+        self.check_engine()  # a dead engine fails every stage: end now rather than retry forever
         self.backoff.setdefault(f"{stage}:{what}", Backoff()).failed()
         self.status.error(stage, what, str(error))
 
@@ -262,8 +311,14 @@ class Service:
     def cycle(self) -> list[StageReport]:
         """One full cycle: ingest, dbt, egress; the stages that did work."""
         started = time.monotonic()
+        self.check_engine()
         self.load()
-        reports = [r for r in (self.ingest(), self.transform(), self.publish()) if r is not None]
+        reports = []
+        for stage in (self.ingest, self.transform, self.publish):
+            report = stage()
+            self.check_engine()  # a stage may swallow what a dead engine raised (dbt reports it as a failed run)
+            if report is not None:
+                reports.append(report)
         self.status.cycle(reports, time.monotonic() - started)
         return reports
 
@@ -284,6 +339,7 @@ class Service:
             if self.stopping.wait(min(WATCH_POLL_S, max(0.0, deadline - time.monotonic()))):
                 return
             self.status.tick()
+            self.check_engine()
             if self._arrived():
                 return
 
@@ -294,6 +350,7 @@ class Service:
             job.stop()
 
     def close(self) -> None:
+        logging.getLogger().removeFilter(self._quiet_dead_engine)
         self.watcher.close()
 
     def __enter__(self) -> "Service":
@@ -305,15 +362,26 @@ class Service:
     def run(self, once: bool = False) -> int:
         """Cycle until stopped (or once); the exit status: 1 if --once met an error, else 0."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        why = "failed"
         try:
             while not self.stopping.is_set():
-                reports = self.cycle()
+                try:
+                    reports = self.cycle()
+                except EngineDiedError:
+                    raise
+                except Exception as e:
+                    # Py4J's errors from a dead JVM (a refused connection) are not zync's: say what happened.
+                    died = self._engine_died()
+                    if died is None:
+                        raise
+                    raise died from e
                 if once and not (self.rerun and reports):
                     break
                 if not reports:
                     self.wait()
+            why = "stopped" if self.stopping.is_set() else "done"
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.status.finish("stopped" if self.stopping.is_set() else "done")
+            self.status.finish(why)
         return 1 if once and self.status.errors else 0

@@ -40,10 +40,12 @@ class InvoicesProject:
         return [f"{SCHEMA}.{self.name(t)}" for t in ("raw_invoices", "raw_invoice_status", "new_invoices",
                                                      "invoices_mirror")]
 
-    def produce(self, target, topic: str, records: list[dict]) -> None:
-        """Produce records to one of the demo's topics (by its demo name) with the demo's schemas."""
+    def produce(self, target, topic: str, records: list[dict], partitions: int = 1) -> None:
+        """Produce records to one of the demo's topics (by its demo name) with the demo's schemas.
+
+        partitions: how many the topic gets if this creates it (records go to one by their key's hash)."""
         topics.produce(target, self.name(topic), records, DEMO / "schemas" / f"{topic}-key.avsc",
-                       DEMO / "schemas" / f"{topic}-value.avsc")
+                       DEMO / "schemas" / f"{topic}-value.avsc", partitions=partitions)
 
     def produce_batch(self, target, batch: int) -> None:
         for topic in ("Invoices", "InvoiceStatus"):
