@@ -293,8 +293,7 @@ def render_model(transform: Transform, project_root: Path, struct_fields: Struct
     parts = [
         f"{{#- {GENERATED.format(source=source)} #}}",
         "{{ config(\n"
-        "    materialized='incremental',\n"
-        "    incremental_strategy='merge',\n"
+        "    materialized='zync_output',\n"
         "    file_format='delta',\n"
         "    partition_by=['kind'],\n"
         f"    meta={meta!r},\n"

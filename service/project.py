@@ -145,7 +145,9 @@ class DbtProject:
 
     def run(self, names: list[str]) -> list[ModelRun]:
         """`dbt run --select names`, one invocation; how each model ended."""
-        result = self._invoke("run", "--select", *names)
+        # The results come back in memory: writing manifest.json (~0.7 MB) and run_results.json to
+        # target/zync-run after every run would cost each cycle its serialisation and nobody reads them.
+        result = self._invoke("run", "--select", *names, "--no-write-json")
         runs = getattr(result.result, "results", None)
         if not runs:
             reason = result.exception or result.result or "no model ran"

@@ -109,12 +109,14 @@ from {{ relation }} as raw
   of one model in one session (threads) apart. Only `dbt run`/`dbt build`
   cache: compiling, `dbt docs generate` and a pending view render the query
   without running it. Off with var `zync_cache_pending: false`.
-  Each input's count of pending records is left for the MERGE (note
+  Each input's count of pending records is left for the write (note
   'pending_counts', {topic: count}): with none pending anywhere the model
-  has no row to write, and zync_merge_sql skips the MERGE.
+  has no row to write, and zync_output_insert_sql writes nothing; and the
+  cached view's name (note 'pending_views', {topic: view}), whose records
+  its guard checks no other run has done since.
 #}
 {% macro zync_cache_pending(topic, pending_sql) -%}
-{%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized == 'incremental'
+{%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized in ('zync_output', 'incremental')
       and var('zync_cache_pending', true) -%}
     {%- set prefix = 'zync_cache__' ~ this.identifier ~ '__' ~ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower ~ '__' -%}
     {%- for view in run_query("show views like '" ~ prefix ~ "*'") -%}
@@ -128,5 +130,8 @@ from {{ relation }} as raw
     {%- set counts = zync_take_note('pending_counts', keep=true) or {} -%}
     {%- do counts.update({topic: run_query('select count(*) from ' ~ cached).rows[0][0] | int}) -%}
     {%- do zync_leave_note('pending_counts', counts) -%}
+    {%- set views = zync_take_note('pending_views', keep=true) or {} -%}
+    {%- do views.update({topic: cached}) -%}
+    {%- do zync_leave_note('pending_views', views) -%}
 {%- endif -%}
 {%- endmacro %}

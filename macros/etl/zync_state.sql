@@ -7,11 +7,11 @@
   lets Delta skip every file below them. A cursor read here may be stale by
   the time the run commits (another run moved it): that only widens the scan,
   because pending records are still decided by the anti-join with done rows.
-  The MERGE bounds its duplicate check with these same cursors
+  The write bounds its duplicate check with these same cursors
   (zync_rendered_state), so they are kept for it in the Spark session.
 #}
 {% macro zync_state(output_topic) -%}
-  {%- set state = {'incremental': is_incremental(), 'cursors': {}} -%}
+  {%- set state = {'incremental': zync_is_incremental(), 'cursors': {}} -%}
   {%- if execute and state.incremental and var('zync_cursor', true) -%}
     {%- set rows = run_query(
         "select kafka.topic, kafka.partition, max(kafka.offset) from " ~ this
@@ -27,16 +27,16 @@
 
 
 {#
-  The state this run's rows were rendered from (zync_state), for the MERGE
+  The state this run's rows were rendered from (zync_state), for the INSERT
   that writes them: its duplicate check must cover every done row another run
   may have written for the same records, and those lie at or past the cursors
-  this run read, not past the cursors as they are when the MERGE is built (a
+  this run read, not past the cursors as they are when the INSERT is built (a
   run that committed meanwhile moved them beyond its own done rows). When the
   render left no note (a run rendered elsewhere), there is no bound: the
   check reads every done row, slower and as safe.
 #}
 {% macro zync_rendered_state() -%}
-  {%- set state = {'incremental': is_incremental(), 'cursors': {}} -%}
+  {%- set state = {'incremental': zync_is_incremental(), 'cursors': {}} -%}
   {%- for topic, offsets in (zync_take_note('cursors') or {}).items() -%}
     {%- for partition, offset in offsets.items() -%}
       {%- do state.cursors.setdefault(topic, {}).update({partition | int: offset | int}) -%}
