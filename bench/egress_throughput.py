@@ -147,7 +147,8 @@ def fresh_topic(topic: str) -> None:
     target = load_target("local")
     if not kafka_client.topic_exists(target, topic):
         return
-    for future in kafka_client.admin(target).delete_topics([topic]).values():
+    client = kafka_client.admin(target)  # kept alive: its futures fail once the handle is destroyed
+    for future in client.delete_topics([topic]).values():
         future.result()
     deadline = time.monotonic() + 60
     while kafka_client.topic_exists(target, topic):
