@@ -59,10 +59,10 @@ def produce_batch(producer: Producer, topic: str, keys: Sequence[bytes | None], 
                   check: DeliveryCheck, on_progress: Callable[[int], None] | None = None) -> int:
     """Queue the batch in order on partition 0; returns how many were queued (stops early on a failure)."""
     produce = producer.produce
-    for i in range(len(values)):
+    for i, (key, value) in enumerate(zip(keys, values)):
         while True:
             try:
-                produce(topic, values[i], keys[i], 0)
+                produce(topic, value, key, 0)
                 break
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports until there is room.

@@ -61,24 +61,56 @@ def partitioned_by_offset(encoded, lo: int, hi: int, batch_size: int):
 
     partitions = max(1, ceil((hi - lo) / batch_size))
     bucket = F.floor((F.col("offset") - F.lit(lo)) / F.lit(batch_size))
-    landing = F.element_at(F.array(*[F.lit(v) for v in _hashing_to_own_index(encoded.sparkSession, partitions)]),
+    landing = F.element_at(F.array(*[F.lit(v) for v in _hashing_to_own_index(partitions)]),
                            (bucket + 1).cast("int"))
     return (encoded.where((F.col("offset") >= lo) & (F.col("offset") < hi))
             .repartition(partitions, landing.alias("zync_partition"))
             .sortWithinPartitions("offset"))
 
 
-def _hashing_to_own_index(spark, partitions: int) -> list[int]:
-    """For p in 0..partitions-1, a bigint v with pmod(hash(v), partitions) = p (as HashPartitioning computes it)."""
-    from pyspark.sql import functions as F
+def _hashing_to_own_index(partitions: int) -> list[int]:
+    """For p in 0..partitions-1, a bigint v with pmod(hash(v), partitions) = p (as HashPartitioning computes it).
 
-    found = dict(spark.range(0, 64 * partitions)
-                 .groupBy(F.pmod(F.hash("id"), F.lit(partitions)).alias("p")).agg(F.min("id"))
-                 .collect())
-    missing = [p for p in range(partitions) if p not in found]
-    if missing:  # 64 candidates per partition: practically never
-        raise ZyncError(f"internal: no partitioning value for partitions {missing[:5]}; use another --batch-size")
+    Computed here with Spark's own hash function (spark_hash_long), not by a
+    Spark job over candidates, which cost a second of every egress pass.
+    """
+    found: dict[int, int] = {}
+    candidate = 0
+    while len(found) < partitions:
+        found.setdefault(spark_hash_long(candidate) % partitions, candidate)  # Python's % is pmod
+        candidate += 1
+        if candidate > 64 * partitions:  # practically never
+            missing = [p for p in range(partitions) if p not in found]
+            raise ZyncError(f"internal: no partitioning value for partitions {missing[:5]}; use another --batch-size")
     return [found[p] for p in range(partitions)]
+
+
+_M32 = 0xFFFFFFFF
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix_k1(k1: int) -> int:
+    return (_rotl32((k1 * 0xCC9E2D51) & _M32, 15) * 0x1B873593) & _M32
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    return (_rotl32(h1 ^ k1, 13) * 5 + 0xE6546B64) & _M32
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark SQL's hash() of a bigint: Murmur3 x86_32 over its two 32-bit halves (Murmur3_x86_32.hashLong)."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    h1 = _mix_h1(_mix_h1(seed, _mix_k1(value & _M32)), _mix_k1(value >> 32))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
 class OffsetGapError(ZyncError):

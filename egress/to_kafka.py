@@ -46,6 +46,15 @@ class Pending:
     end: int
 
 
+def _as_bytes(column) -> list[bytes | None]:
+    """An Arrow binary column as Python bytes (None for nulls).
+
+    to_numpy builds the bytes objects in C; to_pylist goes through an Arrow
+    scalar per value and cost egress a second per 250,000 records.
+    """
+    return column.to_numpy(zero_copy_only=False).tolist()
+
+
 class Egress:
     def __init__(self, target: Target, table: str, topic: str | None = None, shaper: Path | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE):
@@ -213,8 +222,8 @@ class Egress:
                 def shown(n: int, base: int = published + count, lo: int = pending.start + count) -> None:
                     progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")
 
-                count += produce_batch(producer, self.topic, batch.column("k").to_pylist(),
-                                       batch.column("v").to_pylist(), check, shown)
+                count += produce_batch(producer, self.topic, _as_bytes(batch.column("k")),
+                                       _as_bytes(batch.column("v")), check, shown)
                 if check.failed or self._stop.is_set():
                     break
         finally:

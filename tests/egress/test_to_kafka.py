@@ -212,3 +212,20 @@ def test_a_shaper_that_drops_rows_or_kafka_is_refused(target, spark, tmp_path):
     with pytest.raises(ZyncError, match=r"lacks column\(s\) \['kafka'\]"):
         Egress(target, table, shaper=no_kafka).run()
     assert kafka_client.high_water_marks(target, topic) == {0: 0}
+
+
+def test_partition_values_hash_as_sparks_own_hash_does(spark):
+    # egress.stream picks each batch's partitioning value by Spark's hash computed in Python: a
+    # difference would put batches in the wrong partitions (refused as an offset gap, never misordered).
+    from pyspark.sql import functions as F
+
+    from egress.stream import _hashing_to_own_index, spark_hash_long
+
+    values = [0, 1, -1, 42, 2**31 - 1, -2**31, 2**32 + 7, 2**63 - 1, -2**63, 123456789012345]
+    theirs = [r[0] for r in spark.createDataFrame([(v,) for v in values], "v bigint")
+              .select(F.hash("v")).collect()]
+    assert [spark_hash_long(v) for v in values] == theirs
+    for partitions in (1, 7, 10):
+        landing = _hashing_to_own_index(partitions)
+        assert [r[0] for r in spark.createDataFrame([(v,) for v in landing], "v bigint")
+                .select(F.pmod(F.hash("v"), F.lit(partitions))).collect()] == list(range(partitions))
