@@ -1,6 +1,7 @@
 """How one incremental `dbt run` grows with the history behind it: cursor vs brute force.
 
     .venv/bin/python bench/etl_history.py [--sizes 10000,100000,1000000,10000000] [--backfill N] [--new-events 1000]
+        [--target cluster] [--repeat N]
 
 For each size N it builds, synthetically with Spark (not via Kafka), two raw
 topics of N/2 records each (denorm creates + stateless updates) and an output
@@ -10,6 +11,12 @@ the model, in this process's warm engine as `zync run` runs it. The
 anchor, in the same run and on the same tables: the same model with the
 cursor disabled (`--vars '{zync_cursor: false}'`), zync's scan-everything
 anti-join. Then it times a backfill: N pending records, no output yet, one run.
+With --target cluster, each size also times the same run as a user of the
+`cluster` target runs it: `dbt run --target cluster`, through the Thrift Server
+of a local standalone cluster (`zync up --cluster`: master, one worker, the
+Thrift Server as an application on it) over the same tables in the same
+catalog, alternating with the warm in-process run --repeat times (default 1),
+so the cluster's overhead on one machine is known.
 Figures go to bench/out/etl_history.json and the plot to bench/etl_history.png.
 """
 
@@ -129,6 +136,7 @@ def done_history(spark, size: int):
 
 
 def timed_run(project, *extra: str) -> float:
+    """Seconds of one `dbt run` of the model (in this process; `--target cluster`: through the Thrift Server)."""
     start = time.perf_counter()
     project.dbt("run", "--select", MODEL, *extra)
     return time.perf_counter() - start
@@ -146,15 +154,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000,10000000",
                         help="history sizes in input records, comma-separated")
-    parser.add_argument("--backfill", type=int, default=None, help="pending records for the backfill (default: largest size)")
+    parser.add_argument("--backfill", type=int, default=None, help="pending records for the backfill (default: largest size; 0: none)")
     parser.add_argument("--new-events", type=int, default=NEW_EVENTS,
                         help="new events (denorm pairs' halves) before the timed run (default 1000; issue 14 asks for 4)")
+    parser.add_argument("--target", choices=("local", "cluster"), default="local",
+                        help="cluster: also time each run through a local standalone cluster's Thrift Server")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="timed runs per size and design, alternating (the best is reported; default 1)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    backfill = args.backfill or max(sizes)
+    backfill = max(sizes) if args.backfill is None else args.backfill
 
     from tests.etl.scratch import make_project
     from zync import services
+    from zync.cluster import SERVICE_NAMES
     from zync.config import load_target
     from zync.spark import spark_session
 
@@ -162,14 +175,20 @@ def main() -> None:
     target = load_target("local")
     services.down(target, only={"catalog"})
     shutil.rmtree(STATE, ignore_errors=True)
-    services.up(target, only={"catalog"})  # its own catalog, on its own port
-    atexit.register(services.down, target, ["catalog"])
+    on_cluster = args.target == "cluster"
+    # Its own catalog on its own port (and the local cluster, whose Thrift Server uses that catalog).
+    for line in services.up(target, only={"catalog"} | (set(SERVICE_NAMES) if on_cluster else set()), cluster=on_cluster):
+        print(line, flush=True)
+    atexit.register(services.down, target, ["catalog", *(SERVICE_NAMES if on_cluster else ())])
     spark = spark_session(target)
     spark.sql("create database if not exists zync")
     project = make_project(Path(tempfile.mkdtemp(prefix="zync-bench-")), spark, {"bench.yml": TRANSFORM})
     project.dbt("parse")
 
-    results = {"new_events": args.new_events, "sizes": [], "cursor_s": [], "anchor_s": [], "load": os.getloadavg()[0]}
+    results = {"new_events": args.new_events, "sizes": [], "cursor_s": [], "anchor_s": [], "load": os.getloadavg()[0],
+               "repeat": args.repeat, "runs": []}
+    if on_cluster:
+        results["cluster_s"] = []
     for size in sizes:
         half = size // 2
         for table in (RAW_A, RAW_B, MODEL):
@@ -185,21 +204,39 @@ def main() -> None:
         before = version(spark, MODEL)
         outs_before = count(spark, "kind = 'out'")
         if size == sizes[0]:
-            # The first dbt run in a process pays for warming the JVM: not a figure of either side.
+            # The first dbt run in a process pays for warming the JVM (and on the cluster, the Thrift
+            # Server's first query of these tables): not a figure of either side.
             timed_run(project)
             spark.sql(f"restore table zync.{MODEL} to version as of {before}")
-        cursor_s = timed_run(project)
-        emitted = count(spark, "kind = 'out'") - outs_before
-        assert emitted == pairs, f"expected {pairs} new out rows, got {emitted}"
-        spark.sql(f"restore table zync.{MODEL} to version as of {before}")
-        anchor_s = timed_run(project, "--vars", "{zync_cursor: false}")
-        assert count(spark, "kind = 'out'") - outs_before == pairs
+            if on_cluster:
+                timed_run(project, "--target", "cluster")
+                spark.sql(f"restore table zync.{MODEL} to version as of {before}")
+        designs = {"cursor": (), "anchor": ("--vars", "{zync_cursor: false}")}
+        if on_cluster:
+            designs["cluster"] = ("--target", "cluster")
+        times: dict[str, list[float]] = {name: [] for name in designs}
+        for attempt in range(args.repeat):
+            for name, extra in designs.items():
+                seconds = timed_run(project, *extra)
+                emitted = count(spark, "kind = 'out'") - outs_before
+                assert emitted == pairs, f"{name}: expected {pairs} new out rows, got {emitted}"
+                spark.sql(f"restore table zync.{MODEL} to version as of {before}")
+                times[name].append(seconds)
+                results["runs"].append({"size": size, "design": name, "attempt": attempt + 1, "seconds": seconds})
+                print(f"  history {size:,}, {name}, run {attempt + 1}: {seconds:.2f} s", flush=True)
+        cursor_s, anchor_s = min(times["cursor"]), min(times["anchor"])
         print(f"history {size:>10,}: incremental run {cursor_s:6.1f} s with the cursor, "
-              f"{anchor_s:6.1f} s without (brute force)", flush=True)
+              f"{anchor_s:6.1f} s without (brute force)"
+              + (f", {min(times['cluster']):6.1f} s on the local cluster" if on_cluster else ""), flush=True)
+        if on_cluster:
+            results["cluster_s"].append(min(times["cluster"]))
         results["sizes"].append(size)
         results["cursor_s"].append(cursor_s)
         results["anchor_s"].append(anchor_s)
 
+    if backfill == 0:
+        finish(results)
+        return
     for table in (RAW_A, RAW_B, MODEL):
         spark.sql(f"drop table if exists zync.{table}")
     half = backfill // 2
@@ -210,6 +247,10 @@ def main() -> None:
     results["backfill"] = {"records": 2 * half, "done": done, "seconds": backfill_s, "records_per_s": done / backfill_s}
     print(f"backfill: {done:,} of {2 * half:,} pending records done in one run in {backfill_s:.1f} s "
           f"= {done / backfill_s:,.0f} records/s", flush=True)
+    finish(results)
+
+
+def finish(results: dict) -> None:
     results["load_after"] = os.getloadavg()[0]
     (OUT_DIR / "etl_history.json").write_text(json.dumps(results, indent=2))
     plot(results)
@@ -224,6 +265,8 @@ def plot(results: dict) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(results["sizes"], results["cursor_s"], "o-", label="with the cursor")
     ax.plot(results["sizes"], results["anchor_s"], "s--", label="cursor disabled (brute-force anti-join)")
+    if results.get("cluster_s"):
+        ax.plot(results["sizes"], results["cluster_s"], "^-", label="with the cursor, on the local cluster")
     ax.set_xscale("log")
     ax.set_xlabel("history (input records, all done)")
     ax.set_ylabel(f"one dbt run adding {results['new_events']:,} events (s)")

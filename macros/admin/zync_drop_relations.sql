@@ -4,6 +4,6 @@
 #}
 {% macro zync_drop_relations(names) %}
   {% for name in names %}
-    {% do run_query('drop table if exists ' ~ adapter.quote(target.schema) ~ '.' ~ adapter.quote(name)) %}
+    {% do zync_execute('drop table if exists ' ~ adapter.quote(target.schema) ~ '.' ~ adapter.quote(name)) %}
   {% endfor %}
 {% endmacro %}

@@ -22,7 +22,7 @@
     {{ return(none) }}
   {%- endif -%}
   {%- if not keep -%}
-    {%- do run_query('reset ' ~ key) -%}
+    {%- do zync_execute('reset ' ~ key) -%}
   {%- endif -%}
   {{ return(fromjson(stored)) }}
 {%- endmacro %}

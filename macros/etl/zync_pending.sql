@@ -122,11 +122,11 @@ from {{ relation }} as raw
     {%- for view in run_query("show views like '" ~ prefix ~ "*'") -%}
         {%- if view['isTemporary'] and view['viewName'].startswith(prefix) -%}
             {#- not `uncache table`: it analyzes the view again, which fails if its tables were dropped since -#}
-            {%- do run_query('drop view if exists ' ~ view['viewName']) -%}
+            {%- do zync_execute('drop view if exists ' ~ view['viewName']) -%}
         {%- endif -%}
     {%- endfor -%}
     {%- set cached = prefix ~ modules.datetime.datetime.now().strftime('%H%M%S%f') -%}
-    {%- do run_query('cache table ' ~ cached ~ ' as ' ~ pending_sql) -%}
+    {%- do zync_execute('cache table ' ~ cached ~ ' as ' ~ pending_sql) -%}
     {%- set counts = zync_take_note('pending_counts', keep=true) or {} -%}
     {%- do counts.update({topic: run_query('select count(*) from ' ~ cached).rows[0][0] | int}) -%}
     {%- do zync_leave_note('pending_counts', counts) -%}

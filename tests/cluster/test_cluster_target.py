@@ -88,6 +88,16 @@ def test_the_invoices_demo_flows_on_the_cluster_while_dbt_test_runs_through_the_
     logs = list((spark_cluster.worker_dir() / app_id).glob("*/stderr"))
     assert logs and any("Running task" in log.read_text() for log in logs), logs
 
+    # An analyst's `dbt run` of the output through the Thrift Server: the model's statements without a
+    # result set (CACHE TABLE, DROP VIEW, RESET) go through PyHive too; with every record done it
+    # writes nothing.
+    output = f"zync.{project.name('new_invoices')}"
+    version_before = spark.sql(f"describe history {output} limit 1").collect()[0]["version"]
+    ran = dbtRunner().invoke(["run", "--select", project.name("new_invoices"), "--project-dir", str(project.path),
+                              "--profiles-dir", str(project.path / "profiles"), "--target", "cluster"])
+    assert ran.success, ran.exception or ran.result
+    assert spark.sql(f"describe history {output} limit 1").collect()[0]["version"] == version_before
+
     # The same tables, seen by this process's local Spark through the shared catalog.
     mirror = spark.sql(f"select invoice_id, customer, item from zync.{project.name('invoices_mirror')} "
                        "where not coalesce(_zync_deleted, false)").collect()
