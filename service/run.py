@@ -38,6 +38,7 @@ import logging
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,28 @@ from zync.spark import spark_session
 DEFAULT_INTERVAL_S = 1.0
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
+
+
+ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
+
+
+@contextmanager
+def without_adaptive_execution(spark):
+    """Spark's adaptive query execution off for the block, as it was after.
+
+    A cycle's models run over what arrived since the last cycle: small inputs,
+    where AQE's re-planning after every shuffle stage of the output model's
+    plan costs more than it saves. Measured on this project's 2-core machine
+    (~1,200 events per cycle, three alternations): the model's query 2.4-2.6 s
+    instead of 3.4-4.3 s, its INSERT 5.2-5.5 s instead of 6.3-7.7 s. Only this
+    process's dbt stage: a hand-run `dbt run` keeps the session's setting.
+    """
+    before = spark.conf.get(ADAPTIVE_EXECUTION)
+    spark.conf.set(ADAPTIVE_EXECUTION, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(ADAPTIVE_EXECUTION, before)
 
 
 class NothingToRunError(ZyncError):
@@ -265,7 +288,8 @@ class Service:
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
                           if m.name in due and m.output_topic is not None}
-        runs = self.project.run(sorted(due))
+        with without_adaptive_execution(self.spark):
+            runs = self.project.run(sorted(due))
         # The models cached their inputs' pending records (macros/etl/zync_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
