@@ -37,7 +37,12 @@
     earlier value to keep and writes null).
   keep_deletes=false (a rebuild) leaves deleted keys out in hard mode;
   keep_deletes=true keeps the deletes (for the MERGE to apply).
-  Soft mode adds _zync_deleted and _zync_deleted_at.
+  Soft mode adds _zync_deleted and _zync_deleted_at, and a delete carries
+  the values of its key's last earlier change among these rows (a
+  soft-deleted row keeps its key's last values however its changes fell
+  into runs: an update and its delete in one run keep the update's values,
+  as they would in two runs); for the MERGE, keep_deletes=true adds
+  zync_mirror_carries_values(), true on such deletes (not a mirror column).
 #}
 {% macro zync_mirror_rows(source_relation, topic, delete, key, columns, source_ts, after=none, keep_deletes=false) -%}
   {%- set key_names = [] -%}
@@ -120,6 +125,36 @@ kept as (
     )
 ),
 
+{%- if delete == 'soft' %}
+
+-- a delete takes the values of its key's last earlier change in this batch
+carried as (
+    select
+        {%- for name, expression in key %}
+        {{ adapter.quote(name) }},
+        {%- endfor %}
+        {%- for name, expression in columns %}
+        case when `_zync_op` = 'd' then coalesce(
+            last_value(case when `_zync_op` != 'd' then named_struct('v', {{ adapter.quote(name) }}) end, true) over (
+                partition by {{ partition_by }}
+                order by `_zync_kafka`.`offset`
+                rows between unbounded preceding and current row
+            ),
+            named_struct('v', {{ adapter.quote(name) }})
+        ).`v` else {{ adapter.quote(name) }} end as {{ adapter.quote(name) }},
+        {%- endfor %}
+        `_zync_op` = 'd' and count(case when `_zync_op` != 'd' then 1 end) over (
+            partition by {{ partition_by }}
+            order by `_zync_kafka`.`offset`
+            rows between unbounded preceding and current row
+        ) > 0 as {{ adapter.quote(zync_mirror_carries_values()) }},
+        `_zync_op`,
+        `_zync_source_ts`,
+        `_zync_kafka`
+    from kept
+),
+{%- endif %}
+
 latest as (
     select
         {%- for name, expression in key + columns %}
@@ -139,8 +174,11 @@ latest as (
         `_zync_op`,
         `_zync_source_ts`,
         `_zync_kafka`,
+        {%- if delete == 'soft' %}
+        {{ adapter.quote(zync_mirror_carries_values()) }},
+        {%- endif %}
         row_number() over (partition by {{ partition_by }} order by `_zync_kafka`.`offset` desc) as `_zync_rank`
-    from kept
+    from {{ 'carried' if delete == 'soft' else 'kept' }}
 )
 
 select
@@ -157,6 +195,9 @@ select
     {%- if delete == 'soft' %},
     `_zync_op` = 'd' as `_zync_deleted`,
     case when `_zync_op` = 'd' then coalesce(timestamp_millis(`_zync_source_ts`), `_zync_kafka`.`timestamp`) end as `_zync_deleted_at`
+    {%- if keep_deletes %},
+    {{ adapter.quote(zync_mirror_carries_values()) }}
+    {%- endif %}
     {%- endif %}
 from latest
 where `_zync_rank` = 1
@@ -178,4 +219,10 @@ where `_zync_rank` = 1
     limit 1
   {%- endset -%}
   {{ return(run_query(probe).rows | length > 0) }}
+{%- endmacro %}
+
+
+{#- The changes' flag (soft mode, incremental runs) of a delete carrying its key's values from an earlier change in the same run; never a mirror column. -#}
+{% macro zync_mirror_carries_values() -%}
+  {{ return('_zync_carries_values') }}
 {%- endmacro %}

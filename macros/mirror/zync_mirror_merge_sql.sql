@@ -2,8 +2,10 @@
   One MERGE applying a batch of last-changes-per-key (zync_mirror_rows) to
   the mirror, in one Delta commit:
   - d: hard mode deletes the row; soft mode flags it (_zync_deleted, with the
-    delete's time) and keeps its last values; a soft delete of an unknown key
-    is inserted as a flagged row, so the delete is remembered;
+    delete's time) and keeps its last values: the mirror's, or those of an
+    earlier change of the key in this run when the delete carries them
+    (zync_mirror_carries_values); a soft delete of an unknown key is
+    inserted as a flagged row, so the delete is remembered;
   - c, u: upsert;
   - r: upsert too, unless the mirror's row (live, or soft-deleted) comes from
     a change with a source time at or after the read's (the re-snapshot guard).
@@ -30,11 +32,14 @@ on {% for name in key_names %}mirror.{{ adapter.quote(name) }} = change.{{ adapt
 when matched and change.`_zync_op` = 'd' then delete
 {%- else %}
 when matched and change.`_zync_op` = 'd' then update set
-    mirror.`_zync_op` = change.`_zync_op`,
-    mirror.`_zync_source_ts` = change.`_zync_source_ts`,
-    mirror.`_zync_kafka` = change.`_zync_kafka`,
-    mirror.`_zync_deleted` = true,
-    mirror.`_zync_deleted_at` = change.`_zync_deleted_at`
+    {%- for name, data_type in columns if name | lower not in key_lower %}
+    {%- if name.startswith('_zync_') %}
+    mirror.{{ adapter.quote(name) }} = change.{{ adapter.quote(name) }}{{ "," if not loop.last }}
+    {%- else %}
+    {%- set unavailable = zync_unavailable('change.' ~ adapter.quote(name), data_type) %}
+    mirror.{{ adapter.quote(name) }} = case when change.{{ adapter.quote(zync_mirror_carries_values()) }}{% if unavailable %} and not {{ unavailable }}{% endif %} then change.{{ adapter.quote(name) }} else mirror.{{ adapter.quote(name) }} end{{ "," if not loop.last }}
+    {%- endif %}
+    {%- endfor %}
 {%- endif %}
 when matched and not coalesce(
     change.`_zync_op` = 'r' and mirror.`_zync_source_ts` >= change.`_zync_source_ts`, false
@@ -66,7 +71,8 @@ when not matched{{ " and change.`_zync_op` != 'd'" if delete == 'hard' }} then i
   zync_after_defaults) is set to it in every row the mirror holds: each was
   written from a record without the field, which Avro reads as the default
   (an update carrying the cursor, before the MERGE writes this run's rows).
-  Returns the changes' columns as [(name, type)].
+  Returns the changes' columns as [(name, type)], without the changes' own
+  flag zync_mirror_carries_values.
 #}
 {% macro zync_mirror_evolve_schema(mirror_relation, changes_relation, defaults={}) -%}
   {%- set existing = {} -%}
@@ -77,7 +83,7 @@ when not matched{{ " and change.`_zync_op` != 'd'" if delete == 'hard' }} then i
   {%- set added = [] -%}
   {%- set grown = [] -%}
   {%- set filled = [] -%}
-  {%- for column in adapter.get_columns_in_relation(changes_relation) -%}
+  {%- for column in adapter.get_columns_in_relation(changes_relation) if column.name | lower != zync_mirror_carries_values() -%}
     {%- do columns.append((column.name, column.data_type)) -%}
     {%- if column.name | lower not in existing -%}
       {%- do added.append(adapter.quote(column.name) ~ ' ' ~ column.data_type) -%}

@@ -35,6 +35,7 @@ BATCH_1 = [  # the initial snapshot, source time 100
     change(TOPIC, 2, "r", 3, "three", ts=100),
     change(TOPIC, 3, "r", 5, "five", ts=100),
     change(TOPIC, 4, "r", 7, "seven", ts=100),
+    change(TOPIC, 0, "r", 12, "twelve", ts=100, partition=2),
 ]
 BATCH_2 = [
     change(TOPIC, 5, "u", 1, "one-a", ts=200),
@@ -49,6 +50,11 @@ BATCH_2 = [
     change(TOPIC, 14, "r", 5, "five-stale", ts=150),  # a re-snapshot read older than the delete before it
     change(TOPIC, 2, "u", 7, "below-the-cursor", ts=50),  # offset below the cursor: never read again (older than the read at 4, so a rebuild agrees)
     change(TOPIC, 15, "c", 8, "eight", ts=270, email="eight@example.com"),  # a new value field
+    change(TOPIC, 1, "u", 12, "twelve-b", ts=300, partition=2),  # an update and its delete in one run:
+    change(TOPIC, 2, "d", 12, ts=310, partition=2),               # soft keeps the update's values
+    change(TOPIC, 3, "c", 11, "eleven", ts=320, partition=2),     # a create, an update and the delete in one run:
+    change(TOPIC, 4, "u", 11, "eleven-b", ts=330, partition=2),   # soft keeps the update's values
+    change(TOPIC, 5, "d", 11, ts=340, partition=2),
 ]
 BATCH_3 = [  # a re-snapshot taken at time 150, before batch 2's changes, plus one newer read
     change(TOPIC, 16, "r", 2, "two-stale", ts=150),
@@ -57,6 +63,7 @@ BATCH_3 = [  # a re-snapshot taken at time 150, before batch 2's changes, plus o
     change(TOPIC, 0, "c", 10, "ten", ts=510, partition=1),  # another partition has its own cursor
 ]
 LIVE_ROWS = "select ID, name, _zync_op from zync.{} where {} order by ID"
+SOFT_DELETED_ROWS = "select ID, name, cast(_zync_deleted_at as string) from zync.mir_rules_soft where _zync_deleted order by ID"
 
 
 @dataclass
@@ -65,6 +72,7 @@ class Scenario:
     after: dict[str, list[tuple]] = field(default_factory=dict)  # "<model>@<run>" -> rows
     first_version: int = 0
     first_commit_time: str = ""
+    rebuilt_soft_deleted: list[tuple] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
@@ -78,17 +86,19 @@ def scenario(spark, tmp_path_factory):
         project.run("run", "--select", "mir_rules_hard", "mir_rules_soft")
         result.after[f"hard@{run}"] = rows(spark, LIVE_ROWS.format("mir_rules_hard", "true"))
         result.after[f"soft@{run}"] = rows(spark, LIVE_ROWS.format("mir_rules_soft", "not _zync_deleted"))
-        result.after[f"soft-deleted@{run}"] = rows(
-            spark, "select ID, name, cast(_zync_deleted_at as string) from zync.mir_rules_soft where _zync_deleted order by ID")
+        result.after[f"soft-deleted@{run}"] = rows(spark, SOFT_DELETED_ROWS)
         if run == 1:
             history = spark.sql("describe history zync.mir_rules_hard").orderBy("version", ascending=False).first()
             result.first_version, result.first_commit_time = history["version"], str(history["timestamp"])
+    project.run("run", "--select", "mir_rules_soft", "--full-refresh")
+    result.rebuilt_soft_deleted = rows(spark, SOFT_DELETED_ROWS)
     yield result
     drop_tables(spark, *TABLES)
 
 
 def test_the_first_run_builds_the_mirror_from_the_snapshot(scenario):
-    assert scenario.after["hard@1"] == [(1, "one", "r"), (2, "two", "r"), (3, "three", "r"), (5, "five", "r"), (7, "seven", "r")]
+    assert scenario.after["hard@1"] == [
+        (1, "one", "r"), (2, "two", "r"), (3, "three", "r"), (5, "five", "r"), (7, "seven", "r"), (12, "twelve", "r")]
     assert scenario.after["soft@1"] == scenario.after["hard@1"]
 
 
@@ -99,7 +109,14 @@ def test_changes_apply_in_offset_order_last_per_key(scenario):
 
 def test_soft_mode_keeps_deleted_rows_flagged_with_the_delete_time(scenario):
     assert scenario.after["soft@2"] == scenario.after["hard@2"]
-    assert scenario.after["soft-deleted@2"] == [(2, "two", "2023-11-14 22:13:20"), (5, "five", "1970-01-01 00:00:00.4")]
+    assert scenario.after["soft-deleted@2"] == [
+        (2, "two", "2023-11-14 22:13:20"), (5, "five", "1970-01-01 00:00:00.4"),
+        (11, "eleven-b", "1970-01-01 00:00:00.34"), (12, "twelve-b", "1970-01-01 00:00:00.31")]
+
+
+def test_a_soft_deleted_row_keeps_the_same_values_when_rebuilt(spark, scenario):
+    # A rebuild reads the whole history at once: its deletes carry their keys' last values too.
+    assert scenario.rebuilt_soft_deleted == scenario.after["soft-deleted@3"]
 
 
 def test_resnapshot_reads_never_resurrect_deleted_rows_with_older_data(scenario):
@@ -108,7 +125,7 @@ def test_resnapshot_reads_never_resurrect_deleted_rows_with_older_data(scenario)
                 (8, "eight", "c"), (9, "nine", "r"), (10, "ten", "c")]
     assert scenario.after["hard@3"] == expected
     assert scenario.after["soft@3"] == expected
-    assert [r[0] for r in scenario.after["soft-deleted@3"]] == [2, 5]
+    assert [r[0] for r in scenario.after["soft-deleted@3"]] == [2, 5, 11, 12]
 
 
 def test_new_value_fields_evolve_the_mirror(spark, scenario):

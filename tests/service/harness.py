@@ -202,11 +202,9 @@ def expected_mirror(events: dict[str, list[dict]]) -> dict[int, dict]:
     """invoices_mirror's rows by invoice_id, from every produced Invoices event (invoices_mirror.yml's rules).
 
     c, r and u set customer and upper(item); d flags the row deleted (soft
-    delete) and keeps its last values; tombstones are skipped. A deleted
-    row also carries `seen`, every (customer, item) its key had (see mirror_check).
+    delete) and keeps its last values; tombstones are skipped.
     """
     rows: dict[int, dict] = {}
-    seen: dict[int, set] = defaultdict(lambda: {(None, None)})
     for topic, event in _in_rounds(events):
         value = event["value"]
         if topic != "Invoices" or value is None:
@@ -215,30 +213,18 @@ def expected_mirror(events: dict[str, list[dict]]) -> dict[int, dict]:
         if value["op"] in ("c", "r", "u"):
             after = value["after"]
             rows[key] = {"customer": after["customer"], "item": after["item"].upper(), "deleted": False}
-            seen[key].add((rows[key]["customer"], rows[key]["item"]))
         elif value["op"] == "d":
-            rows[key] = {**rows.get(key, {"customer": None, "item": None}), "deleted": True, "seen": seen[key]}
+            rows[key] = {**rows.get(key, {"customer": None, "item": None}), "deleted": True}
     return rows
 
 
 def mirror_check(found: dict[int, dict], expected: dict[int, dict]) -> dict:
     """Mirror rows missing, extra, and with other values than the expected current state.
 
-    A soft-deleted row must be flagged; the values it keeps are the last the
-    mirror had for its key, which depend on how its changes fell into runs: an
-    update and the delete in one run keep the values before the update, a
-    create and the delete in one run give nulls (the delete of a key the
-    mirror does not have is inserted flagged). So any values the key had, or
-    nulls, are right for a deleted row; a live row must have its last values.
+    A soft-deleted row must be flagged and keep its key's last values, however
+    the key's changes fell into runs.
     """
     missing = sum(1 for k in expected if k not in found)
     extra = sum(1 for k in found if k not in expected)
-    wrong = 0
-    for key in expected.keys() & found.keys():
-        want, got = expected[key], found[key]
-        if want["deleted"]:
-            ok = got["deleted"] and (got["customer"], got["item"]) in want["seen"]
-        else:
-            ok = got == want
-        wrong += not ok
+    wrong = sum(1 for key in expected.keys() & found.keys() if found[key] != expected[key])
     return {"mirror_missing": missing, "mirror_extra": extra, "mirror_wrong": wrong}
