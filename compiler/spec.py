@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from zync import durations
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCES
 
@@ -209,10 +210,6 @@ def _shape(path: Path, mapping: dict, key: str, what: str) -> Shape:
     raise TransformError(where, f"{what}: expected a SQL expression, a mapping or null", repr(value))
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 TOLERANCE_KEY = "errors.tolerance"
 
 
@@ -229,18 +226,18 @@ def _errors_tolerance(path: Path, item: dict) -> str | None:
 
 
 def _expire_after(path: Path, item: dict) -> ExpireAfter | None:
-    """`expire-after: 1000` (offsets) or `expire-after: 30m` (Kafka time: s, m, h or d)."""
+    """`expire-after: 1000` (offsets) or `expire-after: 30m` (Kafka time, zync.durations)."""
     if item.get("expire-after") is None:
         return None
     value = item["expire-after"]
     where = _where(path, item, "expire-after")
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return ExpireAfter(offsets=value)
-    match = _DURATION.match(value) if isinstance(value, str) else None
-    if match and float(match.group(1)) > 0:
-        return ExpireAfter(seconds=float(match.group(1)) * _DURATION_UNITS[match.group(2)])
+    duration = durations.seconds(value, unit_required=True) if isinstance(value, str) else None
+    if duration:
+        return ExpireAfter(seconds=duration)
     raise TransformError(
-        where, "expire-after must be a positive number of offsets (e.g. 1000) or a duration (e.g. 90s, 30m, 12h, 7d)",
+        where, f"expire-after must be a positive number of offsets (e.g. 1000) or a duration (e.g. {durations.EXAMPLES})",
         f"expire-after: {value!r}",
     )
 

@@ -9,7 +9,12 @@ server (e.g. `method: thrift`) are not checked.
 
 from __future__ import annotations
 
+import click
+from dbt.flags import get_flags
 from dbt.plugins.manager import dbtPlugin
+
+from zync.config import catalog_address
+from zync.spark import check_catalog
 
 # Commands that never open a Spark connection.
 _OFFLINE = {"parse", "list", "ls", "deps", "clean", "init", "debug"}
@@ -17,9 +22,6 @@ _OFFLINE = {"parse", "list", "ls", "deps", "clean", "init", "debug"}
 
 class ZyncCatalogCheck(dbtPlugin):
     def initialize(self) -> None:
-        import click
-        from dbt.flags import get_flags
-
         if getattr(get_flags(), "WHICH", None) in _OFFLINE:
             return
         context = click.get_current_context(silent=True)
@@ -27,9 +29,6 @@ class ZyncCatalogCheck(dbtPlugin):
         credentials = getattr(profile, "credentials", None)
         if getattr(credentials, "method", None) != "session":
             return
-        from zync.config import catalog_address
-        from zync.spark import check_catalog
-
         # A ZyncError here becomes dbt's own error, printed without a traceback.
         check_catalog(catalog_address(credentials.server_side_parameters or {}))
 

@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbt.cli.main import dbtRunner
+
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCE_META
 
@@ -92,8 +94,6 @@ class DbtProject:
                 "--target", self.target_name, "--target-path", str(self.root / TARGET_PATH)]
 
     def _invoke(self, *args: str):
-        from dbt.cli.main import dbtRunner
-
         # dbt prints to stdout unless told not to; its full log still goes to logs/dbt.log. Its usage
         # statistics would cost each run a network call (and this machine's has no way out).
         return dbtRunner(manifest=self.manifest).invoke(

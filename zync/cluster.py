@@ -24,6 +24,7 @@ from urllib.request import urlopen
 
 from zync.config import Target, load_target, state_dir
 from zync.errors import ZyncError
+from zync.processes import Service
 
 LOOPBACK = "127.0.0.1"
 CLUSTER_TARGET = "cluster"
@@ -91,10 +92,8 @@ def _loopback(target: Target) -> tuple[str, int]:
     return host, port
 
 
-def services():  # -> list[zync.services.Service], in start order
-    """The master, the worker and the Thrift Server, configured from the `cluster` target."""
-    from zync.services import Service
-
+def services() -> list[Service]:
+    """The master, the worker and the Thrift Server, configured from the `cluster` target, in start order."""
     target = load_target(CLUSTER_TARGET)
     _, port = _loopback(target)
     master_url = f"spark://{LOOPBACK}:{port}"

@@ -17,6 +17,7 @@ from urllib.request import urlopen
 
 from zync.config import Target, local_dir, state_dir
 from zync.errors import ZyncError
+from zync.processes import Service
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 18083
@@ -109,9 +110,7 @@ def ready() -> bool:
         return False
 
 
-def service(target: Target):
-    from zync.services import Service
-
+def service(target: Target) -> Service:
     out = folder()
     return Service(
         name="connect", port=port(),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from zync.config import project_dir
 from zync.errors import ZyncError
 
 TOLERANCES = ("none", "all")  # Kafka Connect's errors.tolerance
@@ -21,8 +22,6 @@ TOLERANCE_META = "zync_errors_tolerance"
 
 def configured_tolerance(topic: str, root: Path | None = None) -> str | None:
     """The project's errors.tolerance for `topic`, or None if the project says nothing of it."""
-    from zync.config import project_dir
-
     try:
         path = (root or project_dir()) / SOURCES_FILE
     except ZyncError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 from decimal import Decimal
 import secrets
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from zync.config import state_dir
 from zync.errors import ZyncError
+from zync.processes import Service
 
 LOOPBACK = "127.0.0.1"
 USER = "zync"
@@ -74,8 +76,6 @@ def run_as() -> str | None:
     if os.geteuid() != 0:
         return None
     try:
-        import pwd
-
         pwd.getpwnam("postgres")
     except KeyError:
         raise ZyncError("zync runs as root, PostgreSQL refuses to, and there is no `postgres` user to run it as: "
@@ -144,9 +144,7 @@ def ready() -> bool:
     return result.returncode == 0
 
 
-def service():
-    from zync.services import Service
-
+def service() -> Service:
     return Service(
         name="postgres", port=port(), command=command() if _installed() else ["false"], cwd=Path("/"),
         prepare=prepare, ready=ready, user=run_as() if _installed() else None,

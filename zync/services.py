@@ -4,9 +4,8 @@ and with `--connect` PostgreSQL and a Kafka Connect worker with Debezium.
 The catalog is Apache Derby's network server holding the Hive metastore
 database that every Spark process of the local target shares.
 All run as detached processes on loopback, with their data, logs and pid files
-under the state folder, so that they outlive the command that started them.
-The catalog is Apache Derby's network server holding the Hive metastore
-database that every Spark process of the local target shares.
+under the state folder, so that they outlive the command that started them
+(zync/processes.py).
 """
 
 from __future__ import annotations
@@ -18,67 +17,20 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import urlopen
 
-from zync import local_security
-from zync.config import Target, local_dir, state_dir
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+from zync import cluster as spark_cluster
+from zync import connect_worker, local_security, postgres
+from zync.config import Target, load_target, local_dir, state_dir
 from zync.errors import ZyncError
+from zync.processes import Service
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class Service:
-    name: str
-    port: int
-    command: list[str]
-    cwd: Path
-    # Services other than the broker and the registry bring their own set-up
-    # (config files, initdb), readiness check, user to run as and stop signal.
-    prepare: Callable[[], None] | None = field(default=None, compare=False)
-    ready: Callable[[], bool] | None = field(default=None, compare=False)
-    user: str | None = None
-    stop_signal: int = signal.SIGTERM
-    env_var: str = ""
-    data: Path | None = None  # where its data lives, if not in its folder
-    env: dict[str, str] | None = field(default=None, compare=False)  # added to this process's environment
-
-    @property
-    def folder(self) -> Path:
-        return state_dir() / self.name
-
-    @property
-    def pid_file(self) -> Path:
-        return self.folder / "pid"
-
-    @property
-    def log_file(self) -> Path:
-        return self.folder / f"{self.name}.log"
-
-    def pid(self) -> int | None:
-        """The pid of the running service, or None (a stale pid file is removed)."""
-        try:
-            pid = int(self.pid_file.read_text())
-            _reap(pid)
-            os.kill(pid, 0)
-            return pid
-        except (FileNotFoundError, ValueError, ProcessLookupError):
-            self.pid_file.unlink(missing_ok=True)
-            return None
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit of a service this process started (tests do), which would otherwise
-    linger as a zombie that still answers os.kill(pid, 0)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass  # not our child: `zync up` ran in another process
 
 
 def _port_of(address: str) -> int:
@@ -241,8 +193,6 @@ def _ensure_scram_user(service: Service) -> None:
     marker = service.folder / "security" / "scram-at-format"
     if marker.exists():
         return
-    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
-
     client = AdminClient({"bootstrap.servers": f"{LOOPBACK}:{service.port}"})
     upsert = UserScramCredentialUpsertion(local_security.SASL_USER,
                                           ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
@@ -266,7 +216,6 @@ def _answers(service: Service) -> bool:
             pass
     except OSError:
         return False
-    from confluent_kafka.admin import AdminClient
 
     try:
         AdminClient({"bootstrap.servers": f"{LOOPBACK}:{service.port}"}).list_topics(timeout=5)
@@ -316,8 +265,6 @@ def _wait(service: Service) -> None:
 
 def services(target: Target) -> list[Service]:
     if target.name == "cluster":  # the local cluster's own Kafka, registry and catalog are local's
-        from zync.config import load_target
-
         target = load_target("local")
     if target.name != "local":
         raise ZyncError(f"zync up/down/status manage the embedded services of target 'local', not {target.name!r}")
@@ -327,16 +274,12 @@ def services(target: Target) -> list[Service]:
 
 def connect_services(target: Target) -> list[Service]:
     """PostgreSQL and the Kafka Connect worker (`zync up --connect`), in start order."""
-    from zync import connect_worker, postgres
-
     return [postgres.service(), connect_worker.service(target)]
 
 
 def cluster_services() -> list[Service]:
     """The local Spark cluster (`zync up --cluster`): master, worker, Thrift Server, in start order."""
-    from zync import cluster
-
-    return cluster.services()
+    return spark_cluster.services()
 
 
 def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
@@ -345,11 +288,9 @@ def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
     extra = connect_services(target)
     if not connect:
         extra = [s for s in extra if s.folder.exists()]
-    from zync.cluster import SERVICE_NAMES
-
     # The cluster's settings come from the `cluster` target: read only when the cluster is asked
     # for or was started here, so a project without that target keeps its `zync up`.
-    started = any((state_dir() / name).exists() for name in SERVICE_NAMES)
+    started = any((state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES)
     spark = [s for s in cluster_services() if cluster or s.folder.exists()] if cluster or started else []
     return services(target) + extra + spark
 

@@ -7,6 +7,7 @@ import sys
 
 from zync.config import Target
 from zync.errors import ZyncError
+from zync.services import catalog_answers
 
 
 class CatalogDownError(ZyncError):
@@ -20,8 +21,6 @@ def check_catalog(address: tuple[str, int] | None) -> None:
     with "Unable to instantiate SessionHiveMetaStoreClient", naming neither
     the address nor the remedy.
     """
-    from zync.services import catalog_answers
-
     if address is not None and not catalog_answers(*address):
         host, port = address
         raise CatalogDownError(f"the catalog at {host}:{port} does not answer: run `zync up`")

@@ -23,7 +23,7 @@ def main() -> int:
     args.add_argument("--await-out-rows", type=int, required=True, help="... until it holds this many out rows")
     opts = args.parse_args()
 
-    from zync import cli
+    from cli import main as cli
     from zync.config import load_target
     from zync.spark import spark_session
 

@@ -7,8 +7,9 @@ import datetime as dt
 import pytest
 
 from tests.dbt_native.conftest import append_demo_batches, invoices_transform
-from zync import etl_status, topics
-from zync.cli import main
+from cli.main import main
+from service import etl_status
+from zync import topics
 
 PREFIX = "dbtns"
 LANDED = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)

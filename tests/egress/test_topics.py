@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from zync import cli, kafka_client, topics
+from cli import main as cli
+from zync import kafka_client, topics
 from zync.errors import ZyncError
 from zync.wire import Registry
 

@@ -17,7 +17,7 @@ from ingest.from_kafka import Ingest
 from ingest.progress import IngestProgress
 from tests.ingest.conftest import table_rows, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event, row
-from zync import etl_status
+from service import etl_status
 from zync.tables import dead_letter_table_name, raw_table_name
 from zync.wire import DecodeError, WriterSchema, encode
 

@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from zync import cli, kafka_client, local_security, services, topics
+from cli import main as cli
+from zync import kafka_client, local_security, services, topics
 from zync.config import load_target, state_dir
 from zync.errors import ZyncError
 

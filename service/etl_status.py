@@ -10,11 +10,19 @@ a transform file is ever spliced into a query.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from confluent_kafka import KafkaException, TopicPartition
+from pyspark.sql import functions as F
+
+from compiler.mirrors import MirrorFile, is_mirror_file, load_mirrors
+from compiler.spec import load_transform
+from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
+from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
 
 KAFKA_TIMEOUT_S = 5.0
@@ -100,8 +108,6 @@ def _table_name(target: Target, name: str) -> str:
 
 def _input_status(spark, target: Target, topic: str, table: str, output) -> InputStatus:
     """Figures of one input for one output table (`output` None: the model is not built yet)."""
-    from pyspark.sql import functions as F
-
     name = _table_name(target, table)
     if not spark.catalog.tableExists(name):
         return InputStatus(topic, name, note=f"no table yet (run `zync from-kafka --topic {topic}`)")
@@ -147,8 +153,6 @@ def _input_status(spark, target: Target, topic: str, table: str, output) -> Inpu
 
 def _dead_letters(spark, raw_name: str, topic: str, cursors: dict[int, int]) -> tuple[dict[int, int], dict[int, int]]:
     """Dead letters per partition, and how many of them lie below the output's cursor."""
-    from pyspark.sql import functions as F
-
     name = dead_letter_table_name(raw_name)
     if not spark.catalog.tableExists(name):
         return {}, {}
@@ -163,9 +167,7 @@ def _dead_letters(spark, raw_name: str, topic: str, cursors: dict[int, int]) -> 
 
 def _kafka_next_offset(target: Target, topic: str) -> tuple[int | None, str | None]:
     """The output topic's high-water mark (partition 0), or why it is unknown."""
-    from confluent_kafka import KafkaException, TopicPartition
 
-    from zync import kafka_client
 
     try:
         metadata = kafka_client.admin(target).list_topics(topic=topic, timeout=KAFKA_TIMEOUT_S)
@@ -186,8 +188,6 @@ def _kafka_next_offset(target: Target, topic: str) -> tuple[int | None, str | No
 
 def transform_status(spark, target: Target, transform, kafka: bool = True) -> TransformStatus:
     """The status of one checked transform (compiler.spec.Transform)."""
-    from pyspark.sql import functions as F
-
     name = _table_name(target, transform.model)
     output = spark.table(name) if spark.catalog.tableExists(name) else None
     table_note = None if output is not None else f"not built yet (run `dbt run --select {transform.model}`)"
@@ -210,9 +210,6 @@ def transform_status(spark, target: Target, transform, kafka: bool = True) -> Tr
 
 def _mirror_cursor(spark, mirror_name: str, table) -> dict[int, int]:
     """The cursor a mirror's newest zync commit carries (macros/mirror/zync_mirror_cursor.sql), else its rows'."""
-    import json
-
-    from pyspark.sql import functions as F
 
     for row in spark.sql(f"describe history {mirror_name} limit 20").collect():
         try:
@@ -226,8 +223,6 @@ def _mirror_cursor(spark, mirror_name: str, table) -> dict[int, int]:
 
 def mirror_status(spark, target: Target, source: Path, mirror) -> MirrorStatus:
     """How far one mirror (compiler.mirrors.Mirror) is behind its raw table."""
-    from pyspark.sql import functions as F
-
     name, raw_name = _table_name(target, mirror.model), _table_name(target, mirror.table)
     status = MirrorStatus(source, mirror.model, mirror.topic, raw_name)
     if not spark.catalog.tableExists(raw_name):
@@ -245,9 +240,6 @@ def mirror_status(spark, target: Target, source: Path, mirror) -> MirrorStatus:
 
 def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[TransformStatus | MirrorStatus]:
     """The status of every transform file given: each output's, and each mirror's of a `mirrors:` file."""
-    from compiler.mirrors import MirrorFile, is_mirror_file, load_mirrors
-    from compiler.spec import load_transform
-    from zync.spark import spark_session
 
     loaded = [load_mirrors(p) if is_mirror_file(p) else load_transform(p) for p in paths]
     spark = spark_session(target)

@@ -1,0 +1,1 @@
+"""The `zync` command (cli/main.py): the top layer, over zync/ (shared), compiler/, ingest/, egress/ and service/."""
