@@ -165,7 +165,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     backfill = max(sizes) if args.backfill is None else args.backfill
 
-    from tests.etl.scratch import make_project
+    from tests.support.scratch import make_scratch_project
     from zync import services
     from zync.cluster import SERVICE_NAMES
     from zync.config import load_target
@@ -182,7 +182,7 @@ def main() -> None:
     atexit.register(services.down, target, ["catalog", *(SERVICE_NAMES if on_cluster else ())])
     spark = spark_session(target)
     spark.sql("create database if not exists zync")
-    project = make_project(Path(tempfile.mkdtemp(prefix="zync-bench-")), spark, {"bench.yml": TRANSFORM})
+    project = make_scratch_project(Path(tempfile.mkdtemp(prefix="zync-bench-")) / "project", {"bench.yml": TRANSFORM}, spark=spark)
     project.dbt("parse")
 
     results = {"new_events": args.new_events, "sizes": [], "cursor_s": [], "anchor_s": [], "load": os.getloadavg()[0],

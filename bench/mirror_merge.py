@@ -22,7 +22,6 @@ import argparse
 import atexit
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,6 @@ os.environ.setdefault("ZYNC_CATALOG_PORT", os.environ.get("BENCH_CATALOG_PORT", 
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 sys.path.insert(0, str(ROOT))
 
-from compiler import compile_transforms, write_outputs  # noqa: E402
 
 TOPIC = "BenchAccounts"
 RAW = "bench_raw_accounts"
@@ -97,15 +95,9 @@ def append_changes(spark, rows: int, changes: int) -> dict[str, int]:
 
 
 def scratch_project() -> Path:
-    project = OUT / "project"
-    shutil.rmtree(project, ignore_errors=True)
-    (project / "transforms").mkdir(parents=True)
-    shutil.copy(ROOT / "dbt_project.yml", project / "dbt_project.yml")
-    for folder in ("macros", "seeds"):
-        (project / folder).symlink_to(ROOT / folder)
-    source = project / "transforms" / "bench_mirrors.yml"
-    source.write_text(MIRRORS)
-    write_outputs(compile_transforms([source], project), project)
+    from tests.support.scratch import make_scratch_project
+
+    project = make_scratch_project(OUT / "project", {"bench_mirrors.yml": MIRRORS}).path
     anchor = project / "models" / "mirrors" / "bench_mirror_rebuild.sql"
     compiled = anchor.read_text()
     assert "materialized='zync_mirror'" in compiled, "the compiled mirror model changed shape"

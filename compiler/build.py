@@ -18,6 +18,7 @@ from compiler.properties import GENERATED, SOURCE_NAME, render_properties, rende
 from compiler.schemas import SchemaSource, field_path_error, struct_field_names
 from compiler.spec import IDENTIFIER_PATTERN, Rule, Shape, Text, Transform, TransformError, load_transform
 from zync.ingest_options import SOURCES_FILE
+from zync.tables import pending_report_name
 
 MODELS_FOLDER = Path("models") / "outputs"
 
@@ -278,10 +279,6 @@ def _takeable(transform: Transform, topic: str) -> str:
     return sql.render(exp.func("coalesce", exp.or_(*conditions), exp.false()))
 
 
-def pending_model(model: str) -> str:
-    return f"{model}__pending"
-
-
 def render_model(transform: Transform, project_root: Path, struct_fields: StructFields | None = None) -> str:
     struct_fields = struct_fields or {}
     value_fields = _value_fields(transform.rules, struct_fields)
@@ -335,7 +332,7 @@ def render_model(transform: Transform, project_root: Path, struct_fields: Struct
     return "\n".join(parts)
 
 
-def render_pending_model(transform: Transform, project_root: Path) -> str:
+def render_pending_report(transform: Transform, project_root: Path) -> str:
     """A view of what waits for this output and why, and of what expired (zync's pending.zed)."""
     source = transform.path.resolve().relative_to(project_root.resolve()) if transform.path.resolve().is_relative_to(project_root.resolve()) else transform.path
     inputs = ",\n".join(
@@ -423,7 +420,7 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
         folder = MODELS_FOLDER / generated_subfolder(relative(t.path))
         files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
         files.append(GeneratedFile(folder / f"{t.model}.yml", render_properties(t, relative(t.path))))
-        files.append(GeneratedFile(folder / f"{pending_model(t.model)}.sql", render_pending_model(t, project_root)))
+        files.append(GeneratedFile(folder / f"{pending_report_name(t.model)}.sql", render_pending_report(t, project_root)))
     files += [GeneratedFile(path, text)
               for path, text in mirrors.compile_mirrors(mirror_files, relative, generated_subfolder)]
     files.append(GeneratedFile(SOURCES_FILE, render_sources([*transforms, *mirror_files], [relative(p) for p in paths])))

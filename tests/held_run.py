@@ -71,7 +71,7 @@ class HeldRun:
         assert not self.thread.is_alive(), "the held run did not end"
         result = self.results[0]
         assert result.exception is None, result.exception
-        return {r.node.name: "" if r.status == "success" else str(r.message) for r in result.result.results}
+        return {r.node.name: "" if r.status == "success" else str(r.message) for r in result.results}
 
 
 def other_dbt_run(project: Path, *models: str) -> None:

@@ -1,4 +1,4 @@
-"""Spark table names and the envelope check shared by ingest and egress."""
+"""Spark table names (one home for how zync names tables) and the envelope check shared by ingest and egress."""
 
 from __future__ import annotations
 
@@ -10,10 +10,20 @@ from zync.errors import ZyncError
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
+def snake(name: str) -> str:
+    """A name in snake case (InvoiceStatus -> invoice_status), as generated names use."""
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower()
+
+
 def raw_table_name(topic: str) -> str:
     """The default raw table of a topic: raw_ + the topic in snake case (InvoiceStatus -> raw_invoice_status)."""
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", topic)
-    return "raw_" + re.sub(r"[^A-Za-z0-9]+", "_", snake).strip("_").lower()
+    return "raw_" + snake(topic)
+
+
+def pending_report_name(model: str) -> str:
+    """The view beside an output model that lists what waits and why: new_invoices -> new_invoices__pending."""
+    return f"{model}__pending"
 
 
 def qualified(target: Target, name: str) -> str:

@@ -20,7 +20,8 @@ import uuid
 from pathlib import Path
 
 
-from tests.etl.scratch import SCHEMA, append_raw, drop_tables, make_project, raw_row
+from tests.etl.scratch import SCHEMA, append_raw, drop_tables, raw_row
+from tests.support.scratch import make_scratch_project
 from zync import services, topics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +99,7 @@ def test_a_process_ingests_while_this_one_runs_dbt_and_each_sees_the_others_tabl
     spark.sql(f"create table {SCHEMA}.{mine} using delta as select id from range(3)")
     topics.produce(target, topic, [{"key": {"id": i}, "value": {"id": i, "name": f"n{i}"}} for i in range(50)])
     append_raw(spark, raw, [raw_row("catalogIn", n, n, "c", name=f"n{n}") for n in range(5)])
-    project = make_project(tmp_path, spark, {"t.yml": transform(raw, "catalogIn", out)})
+    project = make_scratch_project(tmp_path / "project", {"t.yml": transform(raw, "catalogIn", out)}, spark=spark)
 
     other = subprocess.Popen(
         [str(BIN / "python"), "-m", "tests.catalog.other_process", "--read", f"{SCHEMA}.{mine}",

@@ -1,83 +1,25 @@
-"""dbt-native tests: a scratch dbt project per module, on the session's Spark, with demo-shaped data.
-
-A scratch project is the real project's dbt_project.yml and macros/ (linked)
-with models compiled from a transform YAML written for the test, so the
-committed models stay untouched. Tables and topics are prefixed dbtn_/dbtn
-so that they never meet the demo's.
+"""dbt-native tests: a scratch dbt project per module (tests/support/scratch.py), on the session's Spark,
+with demo-shaped data. Tables and topics are prefixed dbtn_/dbtn so that they never meet the demo's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import shutil
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable
 
 import pytest
 
-from compiler import compile_transforms, write_outputs
+from tests.support.scratch import ROOT, ScratchProject, make_scratch_project, run_dbt
 
-ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "invoices"
 INVOICES_YAML = ROOT / "demo" / "invoices" / "transforms" / "invoices.yml"
 
 
-@dataclass
-class DbtRun:
-    """A finished in-process dbt invocation: its result and the log lines it printed."""
-
-    result: object
-    messages: list[str] = field(default_factory=list)
-
-    @property
-    def success(self) -> bool:
-        return bool(self.result.success)
-
-    def statuses(self) -> dict[str, str]:
-        """{node name: status} of the nodes the command ran (run, test, build)."""
-        return {r.node.name: str(r.status) for r in (self.result.result or [])}
-
-
-@dataclass
-class ScratchProject:
-    root: Path
-    prefix: str  # of its tables and topics
-    run_dbt: Callable[..., DbtRun]
-
-    def dbt(self, *args: str, expect_success: bool = True) -> DbtRun:
-        return self.run_dbt(self.root, *args, expect_success=expect_success)
-
-    def table(self, name: str) -> str:
-        return f"zync.{self.prefix}_{name}"
-
-    def topic(self, name: str) -> str:
-        return f"{self.prefix}{name}"
-
-
 @pytest.fixture(scope="session")
 def dbt_at(spark):
-    """Run dbt in this process against any project folder, capturing its log messages."""
-    from dbt.cli.main import dbtRunner
-
-    def run(project: Path, *args: str, expect_success: bool = True) -> DbtRun:
-        messages: list[str] = []
-
-        def collect(event) -> None:
-            messages.append(event.info.msg)
-
-        os.chdir(ROOT)
-        result = dbtRunner(callbacks=[collect]).invoke(
-            [*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")])
-        done = DbtRun(result, messages)
-        if expect_success and not done.success:
-            raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception or result.result}\n"
-                                 + "\n".join(messages[-30:]))
-        return done
-
-    return run
+    """Run dbt in this process (on the session's SparkSession) against any project folder."""
+    return run_dbt
 
 
 def invoices_transform(prefix: str) -> str:
@@ -91,28 +33,12 @@ def invoices_transform(prefix: str) -> str:
     return text
 
 
-def make_scratch_project(root: Path, transforms: dict[str, str]) -> None:
-    """dbt_project.yml copied, macros/ and seeds/ linked, models compiled from `transforms`."""
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "dbt_project.yml", root / "dbt_project.yml")
-    for folder in ("macros", "seeds"):
-        (root / folder).symlink_to(ROOT / folder, target_is_directory=True)
-    (root / "transforms").mkdir()
-    paths = []
-    for name, text in transforms.items():
-        path = root / "transforms" / name
-        path.write_text(text)
-        paths.append(path)
-    write_outputs(compile_transforms(paths, root), root)
-
-
 @pytest.fixture(scope="module")
-def scratch_invoices(tmp_path_factory, dbt_at, spark, request) -> ScratchProject:
+def scratch_invoices(tmp_path_factory, spark, request) -> ScratchProject:
     """A scratch project over the invoices transform (the module's PREFIX), with none of its tables yet."""
     prefix = getattr(request.module, "PREFIX")
     root = tmp_path_factory.mktemp(prefix) / "project"
-    make_scratch_project(root, {"invoices.yml": invoices_transform(prefix)})
-    project = ScratchProject(root, prefix, dbt_at)
+    project = make_scratch_project(root, {"invoices.yml": invoices_transform(prefix)}, spark=spark, prefix=prefix)
     spark.sql("create database if not exists zync")
     for name in ("raw_invoices", "raw_invoice_status", "new_invoices"):
         spark.sql(f"drop table if exists {project.table(name)}")

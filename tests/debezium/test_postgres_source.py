@@ -17,7 +17,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.mirrors.conftest import scratch_project
+from tests.support.scratch import make_scratch_project
 from zync import kafka_client, topics
 from zync.wire import Registry, schema_id_of
 
@@ -280,8 +280,8 @@ def typed(row: dict) -> dict:
 
 def test_a_mirror_equals_postgresql_value_by_value_also_after_a_replay(streamed, debezium, spark, target, tmp_path):
     spark.sql(f"drop table if exists zync.{MIRROR}")
-    project = scratch_project(tmp_path, MIRRORS)
-    project.run("run")  # built from the raw history
+    project = make_scratch_project(tmp_path / "project", {"mirrors.yml": MIRRORS})
+    project.dbt("run")  # built from the raw history
     final = {row["id"]: typed(row) for row in debezium.query("select * from invoices", DB)}
     assert mirror_rows(spark) == final  # the unchanged TOASTed bodies of 3 and 5 included
 
@@ -293,8 +293,8 @@ def test_a_mirror_equals_postgresql_value_by_value_also_after_a_replay(streamed,
     landed = streamed["landed"][INVOICES]
     landed += debezium.ingest(INVOICES, RAW_INVOICES, total - landed)
     assert landed == total
-    project.run("run")  # incremental: the replayed changes, then the new one
+    project.dbt("run")  # incremental: the replayed changes, then the new one
     final = {row["id"]: typed(row) for row in debezium.query("select * from invoices", DB)}
     assert final[3]["note"] == "after the replay" and len(final[3]["body"]) == BIG
     assert mirror_rows(spark) == final
-    project.run("test")  # among them: the incremental mirror equals a rebuild from the raw history
+    project.dbt("test")  # among them: the incremental mirror equals a rebuild from the raw history

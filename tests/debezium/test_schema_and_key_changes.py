@@ -20,7 +20,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.mirrors.conftest import scratch_project
+from tests.support.scratch import make_scratch_project
 from zync import connect_worker, services
 
 DB = "dbz_evolve"
@@ -68,7 +68,7 @@ def stream(debezium, spark, tmp_path_factory):
     debezium.psql("create table items (id integer primary key, name text not null, price numeric(10,2)); "
                   "insert into items select i, 'item ' || i, i * 1.5 from generate_series(1, 6) i;", DB)
     debezium.source(CONNECTOR, DB, ["public.items"], PREFIX)
-    state = {"landed": 0, "project": scratch_project(tmp_path_factory.mktemp("evolve"), MIRRORS)}
+    state = {"landed": 0, "project": make_scratch_project(tmp_path_factory.mktemp("evolve") / "project", {"mirrors.yml": MIRRORS})}
 
     def ingest_all(expected: int) -> int:
         total = debezium.wait_records(TOPIC, expected)
@@ -83,7 +83,7 @@ def stream(debezium, spark, tmp_path_factory):
 
 def test_the_snapshot_builds_the_mirror(stream, debezium, spark):
     stream["ingest_all"](6)
-    stream["project"].run("run")
+    stream["project"].dbt("run")
     assert mirror_rows(spark, COLUMNS[:3]) == as_text(postgres_rows(debezium, COLUMNS[:3]))
 
 
@@ -100,7 +100,7 @@ def test_added_columns_and_a_new_primary_key_reach_the_mirror(stream, debezium, 
     debezium.psql("insert into items (id, name, price, status) values (9, 'item 9', 1.0, null);", DB)
     # 6 snapshot + 1 insert + 1 update + 1 insert + 1 update + (1 + 1 + 1) + (1 + 1) + 1
     stream["ingest_all"](6 + 10)
-    stream["project"].run("run")
+    stream["project"].dbt("run")
     expected = as_text(postgres_rows(debezium, COLUMNS))
     assert sorted(expected) == [1, 2, 5, 6, 7, 8, 9, 100]
     assert expected[6]["qty"] == 0 and expected[6]["status"] == "new" and expected[9]["status"] is None
@@ -114,7 +114,7 @@ def test_added_columns_and_a_new_primary_key_reach_the_mirror(stream, debezium, 
     # defaults, and so must the mirror (Debezium's schema carries each default; the records written
     # before lack the field). A null written on purpose (9's status) stays null.
     assert got == expected, differences(got, expected)
-    stream["project"].run("test")
+    stream["project"].dbt("test")
 
 
 def test_a_killed_connect_worker_loses_no_change(stream, debezium, spark, target):
@@ -137,9 +137,9 @@ def test_a_killed_connect_worker_loses_no_change(stream, debezium, spark, target
     debezium.psql("update items set price = 99.99 where id = 10;", DB)
     # At least: 1 + 2 updates + delete + tombstone + insert + update (a replay may add more)
     stream["ingest_all"](before + 1 + 6)
-    stream["project"].run("run")
+    stream["project"].dbt("run")
     got, expected = mirror_rows(spark, COLUMNS), as_text(postgres_rows(debezium, COLUMNS))
     for key, status in NULL_MADE_DEFAULT.items():
         expected[key]["status"] = status
     assert got == expected, differences(got, expected)
-    stream["project"].run("test")
+    stream["project"].dbt("test")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.etl.scratch import make_project
+from tests.support.scratch import ScratchProject, make_scratch_project
 
 
 @pytest.fixture
 def project(tmp_path, spark):
-    """make(transforms, seeds=None, schemas=None) -> Project: compile transform files into a scratch dbt project."""
+    """make(transforms, seeds=None, schemas=None) -> ScratchProject: transform files compiled into a scratch project."""
 
-    def make(transforms: dict[str, str], **options):
-        return make_project(tmp_path, spark, transforms, **options)
+    def make(transforms: dict[str, str], **options) -> ScratchProject:
+        return make_scratch_project(tmp_path / "project", transforms, spark=spark, **options)
 
     return make

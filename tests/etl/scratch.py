@@ -1,26 +1,13 @@
-"""Scratch dbt projects for ETL tests: the project's macros and seeds, your own models.
-
-A test compiles its transform YAML into a project under tmp_path that links the
-real macros/ and seeds/ and uses the real profiles/, then runs dbt in-process
-(the session's SparkSession) against it, so the project's own models/ stay
-untouched. Tables live in the target schema: give them unique names.
-"""
+"""Raw tables for ETL tests, written directly by Spark (the scratch projects: tests/support/scratch.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import textwrap
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import urlparse
 
-from compiler import compile_transforms, write_outputs
 from compiler.schemas import SchemaSource, delta_table_schemas
-
-ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = "zync"
+from tests.support.scratch import SCHEMA
 
 # Raw tables in the shape `zync from-kafka` writes, with a small Debezium-like value.
 RAW_DDL = (
@@ -29,62 +16,6 @@ RAW_DDL = (
     "value struct<op: string, after: struct<id: bigint, ref: bigint, name: string>>"
 )
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-@dataclass
-class Project:
-    path: Path
-    spark: object
-
-    def dbt(self, *args: str, expect_success: bool = True):
-        from dbt.cli.main import dbtRunner
-
-        os.chdir(self.path)
-        result = dbtRunner().invoke(
-            [*args, "--project-dir", str(self.path), "--profiles-dir", str(ROOT / "profiles")]
-        )
-        if expect_success and not result.success:
-            raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception or result.result}")
-        return result
-
-    def run(self, model: str, expect_success: bool = True):
-        return self.dbt("run", "--select", model, expect_success=expect_success)
-
-    def pending(self, model: str) -> list:
-        """The rows of the model's pending report (a view, created on first use)."""
-        view = f"{model}__pending"
-        if not self.spark.catalog.tableExists(f"{SCHEMA}.{view}"):
-            self.run(view)
-        return self.rows(view)
-
-    def rows(self, table: str, where: str = "true") -> list:
-        return self.spark.sql(f"select * from {SCHEMA}.{table} where {where}").collect()
-
-
-def make_project(tmp_path: Path, spark, transforms: dict[str, str], seeds: dict[str, str] | None = None,
-                 schemas: SchemaSource | None = None) -> Project:
-    """A dbt project in tmp_path/project with the given transform files compiled into models/.
-
-    seeds: {file name: CSV text} to use instead of the project's seeds/;
-    schemas: what the compiler checks field paths against (e.g. warehouse_schemas(spark)).
-    """
-    project = tmp_path / "project"
-    (project / "transforms").mkdir(parents=True)
-    shutil.copy(ROOT / "dbt_project.yml", project / "dbt_project.yml")
-    (project / "macros").symlink_to(ROOT / "macros")
-    if seeds is None:
-        (project / "seeds").symlink_to(ROOT / "seeds")
-    else:
-        (project / "seeds").mkdir()
-        for name, text in seeds.items():
-            (project / "seeds" / name).write_text(text)
-    paths = []
-    for name, text in transforms.items():
-        path = project / "transforms" / name
-        path.write_text(textwrap.dedent(text))
-        paths.append(path)
-    write_outputs(compile_transforms(paths, project, schemas=schemas), project)
-    return Project(project, spark)
 
 
 def warehouse_schemas(spark) -> SchemaSource:

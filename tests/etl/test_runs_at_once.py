@@ -13,7 +13,8 @@ Two processes at once are tried unordered in tests/service/test_run_service.py.
 
 from __future__ import annotations
 
-from tests.etl.scratch import SCHEMA, drop_tables, make_project
+from tests.etl.scratch import SCHEMA, drop_tables
+from tests.support.scratch import make_scratch_project
 from tests.held_run import HeldRun, add_hold_hook, other_dbt_run
 from tests.mirrors.conftest import append_raw, change, rows
 
@@ -49,7 +50,7 @@ def notes(spark, name: str) -> list[str]:
 def test_a_run_that_read_before_another_committed_writes_nothing(spark, tmp_path):
     spark.sql(f"create schema if not exists {SCHEMA}")
     drop_tables(spark, RAW, OUT, MIRROR, f"{OUT}__pending")
-    project = make_project(tmp_path, spark, {"out.yml": TRANSFORM, "mirrors.yml": MIRRORS})
+    project = make_scratch_project(tmp_path / "project", {"out.yml": TRANSFORM, "mirrors.yml": MIRRORS}, spark=spark)
     append_raw(spark, RAW, [change(TOPIC, 0, "c", 1, "one"), change(TOPIC, 1, "c", 2, "two")])
     project.dbt("run", "--select", OUT, MIRROR)
     mirror_versions = spark.sql(f"describe history {SCHEMA}.{MIRROR}").count()

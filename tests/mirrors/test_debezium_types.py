@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from tests.mirrors.conftest import drop_tables, rows, scratch_project
+from tests.mirrors.conftest import drop_tables, rows
+from tests.support.scratch import make_scratch_project
 
 TOPIC = "mir_Types"
 RAW = "mir_raw_types"
@@ -92,12 +93,12 @@ def built(spark, tmp_path_factory):
     drop_tables(spark, RAW, MIRROR, OUT)
     spark.createDataFrame(raw_rows(), RAW_DDL).write.format("delta").saveAsTable(f"zync.{RAW}")
     spark.sql(f"alter table zync.{RAW} set tblproperties ('zync.connectNames' = '{json.dumps(CONNECT_NAMES)}')")
-    project = scratch_project(tmp_path_factory.mktemp("mir_types"), PROJECT)
+    project = make_scratch_project(tmp_path_factory.mktemp("mir_types") / "project", {"mirrors.yml": PROJECT})
     (project.path / "transforms" / "out.yml").write_text(TRANSFORM)
     from compiler import compile_transforms, write_outputs
 
     write_outputs(compile_transforms(sorted((project.path / "transforms").glob("*.yml")), project.path), project.path)
-    project.run("run")
+    project.dbt("run")
     yield project
     drop_tables(spark, RAW, MIRROR, OUT)
 
@@ -135,7 +136,7 @@ def test_transforms_see_the_typed_values(spark, built):
 def show_decimal(project, unscaled_value: int, scale: int):
     """dbt show of zync_variable_scale_decimal over one VariableScaleDecimal literal."""
     literal = f"named_struct('scale', {scale}, 'value', X'{unscaled(unscaled_value).hex()}')"
-    return project.run("show", "--inline", f"select {{{{ zync_variable_scale_decimal('v') }}}} as d from (select {literal} as v)",
+    return project.dbt("show", "--inline", f"select {{{{ zync_variable_scale_decimal('v') }}}} as d from (select {literal} as v)",
                        expect_success=False)
 
 
@@ -143,10 +144,10 @@ def test_a_decimal_with_more_than_18_places_fails_rather_than_round(built):
     # PostgreSQL's 1 / 7.0: 20 places; a cast to decimal(38, 18) would round the last two away.
     lossy = show_decimal(built, 14285714285714285714, 20)
     assert not lossy.success
-    message = str(lossy.exception or [r.message for r in lossy.result.results])
+    message = str(lossy.exception or [r.message for r in lossy.results])
     assert "the VariableScaleDecimal 0.14285714285714285714 does not fit decimal(38, 18)" in message, message
     assert "decimal.handling.mode to string" in message
     # Past the 18th place only zeros (PostgreSQL's 1 / 8.0): nothing is lost, the value passes.
     exact = show_decimal(built, 12500000000000000000, 20)
     assert exact.success, exact.exception
-    assert exact.result.results[0].agate_table.rows[0][0] == decimal.Decimal("0.125")
+    assert exact.results[0].agate_table.rows[0][0] == decimal.Decimal("0.125")

@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from tests.mirrors.conftest import drop_tables, rows, scratch_project
+from tests.mirrors.conftest import drop_tables, rows
+from tests.support.scratch import make_scratch_project
 
 TOPIC = "mir_Defaults"
 RAW = "mir_raw_defaults"
@@ -81,12 +82,12 @@ def built(spark, tmp_path_factory):
     drop_tables(spark, RAW, MIRROR, OUT)
     spark.createDataFrame(raw_rows(), RAW_DDL).write.format("delta").saveAsTable(f"zync.{RAW}")
     set_properties(spark, {"zync.fieldDefaults": DEFAULTS, "zync.connectNames": CONNECT_NAMES})
-    project = scratch_project(tmp_path_factory.mktemp("mir_defaults"), PROJECT)
+    project = make_scratch_project(tmp_path_factory.mktemp("mir_defaults") / "project", {"mirrors.yml": PROJECT})
     (project.path / "transforms" / "out.yml").write_text(TRANSFORM)
     from compiler import compile_transforms, write_outputs
 
     write_outputs(compile_transforms(sorted((project.path / "transforms").glob("*.yml")), project.path), project.path)
-    project.run("run")
+    project.dbt("run")
     yield project
     drop_tables(spark, RAW, MIRROR, OUT)
 
@@ -105,7 +106,7 @@ def test_the_raw_table_keeps_the_nulls(spark, built):
 
 def test_a_mirror_reads_missing_fields_as_their_defaults(spark, built):
     assert rows(spark, f"select ID, qty, status, due, flag from zync.{MIRROR} order by ID") == EXPECTED
-    built.run("test")  # the incremental mirror equals a rebuild
+    built.dbt("test")  # the incremental mirror equals a rebuild
 
 
 def test_transforms_see_the_defaults(spark, built):
@@ -122,7 +123,7 @@ def test_a_mirror_that_gains_a_defaulted_column_fills_in_the_rows_it_holds(spark
                           schema).write.format("delta").mode("append").option("mergeSchema", "true").saveAsTable(f"zync.{RAW}")
     defaults = {**DEFAULTS, "value.after.extra": {"default": "none yet", "absentIn": [OLD, NEW]}}
     set_properties(spark, {"zync.fieldDefaults": defaults})
-    built.run("run", "--select", MIRROR)
+    built.dbt("run", "--select", MIRROR)
     assert rows(spark, f"select ID, extra from zync.{MIRROR} order by ID") == [
         (1, "none yet"), (3, "none yet"), (4, "none yet"), (5, "x")]
-    built.run("test", "--select", MIRROR)
+    built.dbt("test", "--select", MIRROR)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ingest.from_kafka import Ingest
-from tests.mirrors.conftest import drop_tables, rows, scratch_project
+from tests.mirrors.conftest import drop_tables, rows
+from tests.support.scratch import make_scratch_project
 from zync import kafka_client, topics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def produce_and_ingest(target, records: list[dict]) -> None:
 def project(target, spark, tmp_path_factory):
     assert not kafka_client.topic_exists(target, TOPIC), f"{TOPIC} exists before the test ran"
     drop_tables(spark, RAW, MODEL)
-    yield scratch_project(tmp_path_factory.mktemp("mir_kafka"), MIRRORS)
+    yield make_scratch_project(tmp_path_factory.mktemp("mir_kafka") / "project", {"mirrors.yml": MIRRORS})
     drop_tables(spark, RAW, MODEL)
 
 
@@ -60,7 +61,7 @@ def test_debezium_events_from_kafka_become_the_current_state(target, spark, proj
         invoice("r", 101, "Bob", "burrito", ts=1000),
         invoice("r", 102, "Charlie", "enchilada", ts=1000),
     ])
-    project.run("run", "--select", MODEL)
+    project.dbt("run", "--select", MODEL)
     assert rows(spark, f"select invoice_id, customer, item from zync.{MODEL} order by 1") == [
         (100, "Alice", "TACO"), (101, "Bob", "BURRITO"), (102, "Charlie", "ENCHILADA")]
 
@@ -71,9 +72,9 @@ def test_debezium_events_from_kafka_become_the_current_state(target, spark, proj
         invoice("c", 103, "Dan", "beans", ts=2002),
         invoice("u", 103, "Dan", "rice", ts=2003),
     ])
-    project.run("run", "--select", MODEL)
+    project.dbt("run", "--select", MODEL)
     assert rows(spark, f"select invoice_id, customer, item, _zync_op from zync.{MODEL} order by 1") == [
         (100, "Alice", "TAMALE", "u"), (102, "Charlie", "ENCHILADA", "r"), (103, "Dan", "RICE", "u")]
     # The mirror's cursor is the raw table's last applied offset (the tombstone aside).
     assert rows(spark, f"select max(_zync_kafka.offset) from zync.{MODEL}") == [(7,)]
-    project.run("test", "--select", MODEL)
+    project.dbt("test", "--select", MODEL)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.mirrors.conftest import append_raw, change, drop_tables, rows, scratch_project
+from tests.mirrors.conftest import append_raw, change, drop_tables, rows
+from tests.support.scratch import make_scratch_project
 
 TOPIC = "mir_Rules"
 RAW = "mir_raw_rules"
@@ -78,19 +79,19 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario(spark, tmp_path_factory):
     drop_tables(spark, *TABLES)
-    project = scratch_project(tmp_path_factory.mktemp("mir_rules"), MIRRORS)
+    project = make_scratch_project(tmp_path_factory.mktemp("mir_rules") / "project", {"mirrors.yml": MIRRORS})
     result = Scenario(project)
     for run, batch in enumerate((BATCH_1, BATCH_2, BATCH_3), start=1):
         extra = ("email",) if run >= 2 else ()
         append_raw(spark, RAW, batch, extra)
-        project.run("run", "--select", "mir_rules_hard", "mir_rules_soft")
+        project.dbt("run", "--select", "mir_rules_hard", "mir_rules_soft")
         result.after[f"hard@{run}"] = rows(spark, LIVE_ROWS.format("mir_rules_hard", "true"))
         result.after[f"soft@{run}"] = rows(spark, LIVE_ROWS.format("mir_rules_soft", "not _zync_deleted"))
         result.after[f"soft-deleted@{run}"] = rows(spark, SOFT_DELETED_ROWS)
         if run == 1:
             history = spark.sql("describe history zync.mir_rules_hard").orderBy("version", ascending=False).first()
             result.first_version, result.first_commit_time = history["version"], str(history["timestamp"])
-    project.run("run", "--select", "mir_rules_soft", "--full-refresh")
+    project.dbt("run", "--select", "mir_rules_soft", "--full-refresh")
     result.rebuilt_soft_deleted = rows(spark, SOFT_DELETED_ROWS)
     yield result
     drop_tables(spark, *TABLES)
@@ -148,7 +149,7 @@ def _raw_cursor(*batches: list) -> dict[str, int]:
     """The largest raw offset per partition in the batches, keyed as the commit metadata keys it."""
     cursor: dict[str, int] = {}
     for kafka, _, _ in itertools.chain(*batches):
-        _, partition, offset, _ = kafka
+        _, partition, offset, *_ = kafka
         cursor[str(partition)] = max(offset, cursor.get(str(partition), -1))
     return cursor
 
@@ -172,7 +173,7 @@ def test_a_restored_mirror_resumes_from_the_cursor_of_the_version_it_went_back_t
     merges = spark.sql("describe history zync.mir_rules_hard").where("operation = 'MERGE'").orderBy("version").collect()
     spark.sql(f"restore table zync.mir_rules_hard to version as of {merges[0].version}")  # back to after run 2
     assert rows(spark, LIVE_ROWS.format("mir_rules_hard", "true")) == scenario.after["hard@2"]
-    scenario.project.run("run", "--select", "mir_rules_hard", "--log-path", str(tmp_path), "--log-level-file", "debug")
+    scenario.project.dbt("run", "--select", "mir_rules_hard", "--log-path", str(tmp_path), "--log-level-file", "debug")
     # Batch 3 applied again from run 2's cursor, found in the log past the RESTORE: the mirror was not scanned.
     assert rows(spark, LIVE_ROWS.format("mir_rules_hard", "true")) == scenario.after["hard@3"]
     assert _stored_cursors(spark, "mir_rules_hard")[-1]["cursor"] == _raw_cursor(BATCH_1, BATCH_2, BATCH_3)
@@ -182,10 +183,10 @@ def test_a_restored_mirror_resumes_from_the_cursor_of_the_version_it_went_back_t
 
 
 def test_the_dbt_tests_pass_then_catch_a_broken_mirror(spark, scenario):
-    scenario.project.run("test", "--select", "mir_rules_hard", "mir_rules_soft")
+    scenario.project.dbt("test", "--select", "mir_rules_hard", "mir_rules_soft")
     # Break the hard mirror behind dbt's back: a duplicate key and a deleted key brought back.
     spark.sql("insert into zync.mir_rules_hard select * from zync.mir_rules_hard where ID = 1")
     spark.sql("insert into zync.mir_rules_hard (ID, name, _zync_op) values (2, 'ghost', 'c')")
-    result = scenario.project.run("test", "--select", "mir_rules_hard", expect_success=False)
-    failed = sorted(r.node.name.split("_mir_rules_hard")[0] for r in result.result.results if r.status == "fail")
+    result = scenario.project.dbt("test", "--select", "mir_rules_hard", expect_success=False)
+    failed = sorted(r.node.name.split("_mir_rules_hard")[0] for r in result.results if r.status == "fail")
     assert failed == ["zync_mirror_matches_raw", "zync_mirror_no_deleted_keys", "zync_mirror_primary_key"]

@@ -10,8 +10,11 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from pyspark.sql import types as T
 
-from tests.mirrors.conftest import drop_tables, rows, scratch_project
+from ingest.table import row_schema
+from tests.mirrors.conftest import drop_tables, rows
+from tests.support.scratch import make_scratch_project
 
 TOPIC = "mir_Values"
 RAW = "mir_raw_values"
@@ -25,35 +28,24 @@ mirrors:
 """
 
 
-def raw_schema():
-    from pyspark.sql.types import (
-        ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
-    )
-
-    after = StructType([
-        StructField("ID", IntegerType()),
-        StructField("note", StringType()),
+def raw_schema() -> T.StructType:
+    after = T.StructType([
+        T.StructField("ID", T.IntegerType()),
+        T.StructField("note", T.StringType()),
         # Debezium's VariableScaleDecimal, for an unconstrained PostgreSQL numeric
-        StructField("amount", StructType([StructField("scale", IntegerType(), False),
-                                          StructField("value", BinaryType(), False)])),
-        StructField("tags", ArrayType(StringType())),
-        StructField("blob", BinaryType()),
+        T.StructField("amount", T.StructType([T.StructField("scale", T.IntegerType(), False),
+                                              T.StructField("value", T.BinaryType(), False)])),
+        T.StructField("tags", T.ArrayType(T.StringType())),
+        T.StructField("blob", T.BinaryType()),
     ])
-    return StructType([
-        StructField("kafka", StructType([
-            StructField("topic", StringType(), False), StructField("partition", IntegerType(), False),
-            StructField("offset", LongType(), False), StructField("timestamp", TimestampType()),
-        ]), False),
-        StructField("key", StructType([StructField("ID", IntegerType())])),
-        StructField("value", StructType([
-            StructField("before", after), StructField("after", after),
-            StructField("op", StringType()), StructField("ts_ms", LongType()),
-        ])),
-    ])
+    return row_schema(T.StructType([T.StructField("ID", T.IntegerType())]), T.StructType([
+        T.StructField("before", after), T.StructField("after", after),
+        T.StructField("op", T.StringType()), T.StructField("ts_ms", T.LongType()),
+    ]))
 
 
 def change(offset: int, op: str, key: int, note=None, amount=None, tags=None, blob=None):
-    kafka = (TOPIC, 0, offset, datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=offset))
+    kafka = (TOPIC, 0, offset, datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=offset), None, None)
     after = None if op == "d" else (key, note, amount, tags, blob)
     return (kafka, (key,), (None, after, op, offset))
 
@@ -96,11 +88,11 @@ def values(spark, table: str = MIRROR) -> list[tuple]:
 @pytest.fixture(scope="module")
 def scenario(spark, tmp_path_factory):
     drop_tables(spark, RAW, MIRROR)
-    project = scratch_project(tmp_path_factory.mktemp("mir_values"), MIRRORS)
+    project = make_scratch_project(tmp_path_factory.mktemp("mir_values") / "project", {"mirrors.yml": MIRRORS})
     append(spark, BATCH_1)
-    project.run("run", "--select", MIRROR)
+    project.dbt("run", "--select", MIRROR)
     append(spark, BATCH_2)
-    project.run("run", "--select", MIRROR)
+    project.dbt("run", "--select", MIRROR)
     incremental = values(spark)
     yield project, incremental
     drop_tables(spark, RAW, MIRROR)
@@ -113,16 +105,16 @@ def test_an_incremental_run_keeps_null_structs_null_and_unchanged_toasted_values
 
 def test_a_rebuild_gives_the_same_values(spark, scenario):
     project, incremental = scenario
-    project.run("run", "--select", MIRROR, "--full-refresh")
+    project.dbt("run", "--select", MIRROR, "--full-refresh")
     assert values(spark) == incremental
     # ...and the data test that compares them value by value passes on both
-    project.run("test", "--select", MIRROR)
+    project.dbt("test", "--select", MIRROR)
 
 
 def test_the_data_test_compares_values_not_only_keys(spark, scenario):
     project, _ = scenario
     # ID 1's amount is NULL at the source; the keys all still match
     spark.sql(f"update zync.{MIRROR} set amount = named_struct('scale', 0, 'value', X'00') where ID = 1")
-    result = project.run("test", "--select", MIRROR, expect_success=False)
-    failed = sorted(r.node.name.split(f"_{MIRROR}")[0] for r in result.result.results if r.status == "fail")
+    result = project.dbt("test", "--select", MIRROR, expect_success=False)
+    failed = sorted(r.node.name.split(f"_{MIRROR}")[0] for r in result.results if r.status == "fail")
     assert failed == ["zync_mirror_matches_raw"]

@@ -1,0 +1,1 @@
+"""What tests share beyond the session's services: scratch dbt projects (scratch.py)."""
