@@ -134,14 +134,9 @@ carried as (
         {{ adapter.quote(name) }},
         {%- endfor %}
         {%- for name, expression in columns %}
-        case when `_zync_op` = 'd' then coalesce(
-            last_value(case when `_zync_op` != 'd' then named_struct('v', {{ adapter.quote(name) }}) end, true) over (
-                partition by {{ partition_by }}
-                order by `_zync_kafka`.`offset`
-                rows between unbounded preceding and current row
-            ),
-            named_struct('v', {{ adapter.quote(name) }})
-        ).`v` else {{ adapter.quote(name) }} end as {{ adapter.quote(name) }},
+        case when `_zync_op` = 'd' then
+            {{ zync_mirror_last_where(adapter.quote(name), "`_zync_op` != 'd'", partition_by) }}
+        else {{ adapter.quote(name) }} end as {{ adapter.quote(name) }},
         {%- endfor %}
         `_zync_op` = 'd' and count(case when `_zync_op` != 'd' then 1 end) over (
             partition by {{ partition_by }}
@@ -159,14 +154,7 @@ latest as (
     select
         {%- for name, expression in key + columns %}
         {%- if name in unavailable %}
-        coalesce(
-            last_value(case when not {{ unavailable[name] }} then named_struct('v', {{ adapter.quote(name) }}) end, true) over (
-                partition by {{ partition_by }}
-                order by `_zync_kafka`.`offset`
-                rows between unbounded preceding and current row
-            ),
-            named_struct('v', {{ adapter.quote(name) }})
-        ).`v` as {{ adapter.quote(name) }},
+        {{ zync_mirror_last_where(adapter.quote(name), 'not ' ~ unavailable[name], partition_by) }} as {{ adapter.quote(name) }},
         {%- else %}
         {{ adapter.quote(name) }},
         {%- endif %}
@@ -225,4 +213,21 @@ where `_zync_rank` = 1
 {#- The changes' flag (soft mode, incremental runs) of a delete carrying its key's values from an earlier change in the same run; never a mirror column. -#}
 {% macro zync_mirror_carries_values() -%}
   {{ return('_zync_carries_values') }}
+{%- endmacro %}
+
+
+{#
+  The value of `column` in the last of its key's changes up to this one (in
+  offset order) for which `condition` holds; the row's own value when none
+  does. Wrapped in a struct so that a null value counts as a value.
+#}
+{% macro zync_mirror_last_where(column, condition, partition_by) -%}
+coalesce(
+            last_value(case when {{ condition }} then named_struct('v', {{ column }}) end, true) over (
+                partition by {{ partition_by }}
+                order by `_zync_kafka`.`offset`
+                rows between unbounded preceding and current row
+            ),
+            named_struct('v', {{ column }})
+        ).`v`
 {%- endmacro %}
