@@ -1,7 +1,7 @@
 {#
   What waits for an output and why, and what was given up (zync's
-  pending.zed): one row per input record past the cursor without a done row
-  (status 'pending'), and one per expired record (status 'expired'), with its
+  pending.zed): one row per pending input record (zync_stored_pending:
+  status 'pending'), and one per expired record (status 'expired'), with its
   coordinates, key and value as JSON, and how far behind its topic's newest
   record it is. `inputs` is a list of {'topic': ..., 'relation': ...}.
 #}
@@ -11,31 +11,39 @@ with
 
 input_{{ loop.index }} as (
     select
-        raw.kafka,
-        to_json(named_struct('key', raw.key)) as key_json,
-        to_json(named_struct('value', raw.value)) as value_json,
-        done.status,
-        max(raw.kafka.offset) over (partition by raw.kafka.partition) - raw.kafka.offset as offsets_behind
-    from {{ input.relation }} as raw
-    left join (
+        records.kafka,
+        to_json(named_struct('key', records.key)) as key_json,
+        to_json(named_struct('value', records.value)) as value_json,
+        records.status,
+        latest.offset - records.kafka.offset as offsets_behind
+    from (
+        select pending.kafka, pending.key, pending.value, cast(null as string) as status
+        from (
+            {{ zync_stored_pending(output, input.relation, input.topic) | indent(12) }}
+        ) as pending
+        union all
+        select raw.kafka, raw.key, raw.value, expired.status
+        from {{ input.relation }} as raw
+        inner join (
+            select kafka, status from {{ output }}
+            where kind = 'done' and status = 'expired' and kafka.topic = {{ zync_string(input.topic) }}
+        ) as expired
+            on raw.kafka.partition = expired.kafka.partition and raw.kafka.offset = expired.kafka.offset
+        where raw.kafka.topic = {{ zync_string(input.topic) }}
+    ) as records
+    inner join (
         select kafka.partition, max(kafka.offset) as offset
-        from {{ output }}
-        where kind = 'cursor' and kafka.topic = {{ zync_string(input.topic) }}
+        from {{ input.relation }}
+        where kafka.topic = {{ zync_string(input.topic) }}
         group by kafka.partition
-    ) as cursors
-        on raw.kafka.partition = cursors.partition
-    left join (
-        select kafka, status from {{ output }} where kind = 'done' and kafka.topic = {{ zync_string(input.topic) }}
-    ) as done
-        on raw.kafka.partition = done.kafka.partition and raw.kafka.offset = done.kafka.offset
-    where raw.kafka.topic = {{ zync_string(input.topic) }}
-        and (raw.kafka.offset >= coalesce(cursors.offset, 0) or done.status = 'expired')
+    ) as latest
+        on records.kafka.partition = latest.partition
 ),
 {%- endfor %}
 
 records as (
     {%- for input in inputs %}
-    select * from input_{{ loop.index }} where status is null or status = 'expired'
+    select * from input_{{ loop.index }}
     {%- if not loop.last %}
     union all
     {%- endif %}

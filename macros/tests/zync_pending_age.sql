@@ -1,6 +1,6 @@
 {#
-  Input records still pending for this output (no done row, at or past the
-  cursor) whose Kafka timestamp is older than a threshold: a denorm partner
+  Input records still pending for this output (zync_stored_pending) whose
+  Kafka timestamp is older than a threshold: a denorm partner
   that never came, or a stalled pipeline. The compiler attaches it with
   severity warn; the threshold is the var zync_pending_warn_after_minutes
   (default 60) unless `warn_after_minutes` is given.
@@ -15,32 +15,20 @@
 {% macro default__test_zync_pending_age(model, inputs, warn_after_minutes=none) %}
 {%- set minutes = warn_after_minutes if warn_after_minutes is not none
     else var('zync_pending_warn_after_minutes', 60) %}
-with done as (
-    select kafka.topic as input_topic, kafka.partition as input_partition, kafka.offset as input_offset
-    from {{ model }}
-    where kind = 'done'
-),
-
-cursors as (
-    {{ zync_test_cursors(model) | indent(4) }}
-),
-
-inputs as (
-    {{ zync_test_input_records(inputs) | indent(4) }}
-),
-
-pending as (
-    select inputs.*
-    from inputs
-    left join cursors
-        on inputs.input_topic = cursors.input_topic
-        and inputs.input_partition = cursors.input_partition
-    left join done
-        on inputs.input_topic = done.input_topic
-        and inputs.input_partition = done.input_partition
-        and inputs.input_offset = done.input_offset
-    where inputs.input_offset >= coalesce(cursors.cursor_offset, 0)
-        and done.input_topic is null
+with pending as (
+    {%- for input in inputs %}
+    select
+        kafka.topic as input_topic,
+        kafka.partition as input_partition,
+        kafka.offset as input_offset,
+        kafka.timestamp as input_timestamp
+    from (
+        {{ zync_stored_pending(model, input['relation'], input['topic']) | indent(8) }}
+    ) as pending_records
+    {%- if not loop.last %}
+    union all
+    {%- endif %}
+    {%- endfor %}
 )
 
 select
