@@ -118,11 +118,25 @@ def _value_fields(rules: tuple[Rule, ...], struct_fields: StructFields) -> list[
     return fields
 
 
-def render_model(transform: Transform, project_root: Path, struct_fields: StructFields | None = None) -> str:
+@dataclass(frozen=True)
+class CheckedTransform:
+    """A transform whose every expression is parsed and checked: what its model is rendered from."""
+
+    transform: Transform
+    rules: list[model.CompiledRule]
+    struct_fields: StructFields
+    value_fields: list[str]
+
+
+def check_transform(transform: Transform, struct_fields: StructFields) -> CheckedTransform:
+    """Build every rule's trees (refusing a bad expression with its file and line) and the output's value fields."""
+    rules = [model.compile_rule(rule) for rule in transform.rules]
+    return CheckedTransform(transform, rules, struct_fields, _value_fields(transform.rules, struct_fields))
+
+
+def render_model(checked: CheckedTransform, project_root: Path) -> str:
     """The output model: config, then the import CTEs, a CTE per rule and the final select (compiler/model.py)."""
-    struct_fields = struct_fields or {}
-    value_fields = _value_fields(transform.rules, struct_fields)
-    compiled = [model.compile_rule(rule) for rule in transform.rules]
+    transform = checked.transform
     source = transform.path.resolve().relative_to(project_root.resolve()) if transform.path.resolve().is_relative_to(project_root.resolve()) else transform.path
     meta = {
         "zync_output_topic": transform.output_topic,
@@ -138,7 +152,7 @@ def render_model(transform: Transform, project_root: Path, struct_fields: Struct
         ") }}",
         f"{{%- set zync = zync_state({transform.output_topic!r}) %}}",
         "",
-        model.render_model_body(transform, compiled, value_fields, struct_fields),
+        model.render_model_body(transform, checked.rules, checked.value_fields, checked.struct_fields),
     ])
 
 
@@ -206,11 +220,11 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
     mirror_files = [mirrors.load_mirrors(p) for p in paths if mirrors.is_mirror_file(p)]
     transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
     generated_models = {t.model for t in transforms} | {m.model for f in mirror_files for m in f.mirrors}
-    struct_fields: dict[Path, StructFields] = {}
+    checked: dict[Path, CheckedTransform] = {}
     for t in transforms:
         found = check_fields(t, schemas) if schemas is not None else []
         found += check_lookups(t, project_root, generated_models)
-        struct_fields[t.path] = struct_value_fields(t, schemas)
+        checked[t.path] = check_transform(t, struct_value_fields(t, schemas))
         if notes is not None:
             notes.extend(found)
     seen: dict[str, Path] = {}
@@ -228,7 +242,7 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
     files = []
     for t in transforms:
         folder = MODELS_FOLDER / generated_subfolder(relative(t.path))
-        files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
+        files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(checked[t.path], project_root)))
         files.append(GeneratedFile(folder / f"{t.model}.yml", render_properties(t, relative(t.path))))
         files.append(GeneratedFile(folder / f"{pending_report_name(t.model)}.sql", render_pending_report(t, project_root)))
     files += [GeneratedFile(path, text)

@@ -114,9 +114,11 @@ class CompiledRule:
 
 
 def _shape(shape: Shape, rule: Rule, lookups: tuple[str, ...]) -> exp.Expression:
+    """A key or value as one expression: a mapping becomes a named_struct, a field written as null is null."""
     if isinstance(shape, Text):
         return sql.expression(shape, records(rule), lookups=lookups)
-    assert isinstance(shape, dict)
+    if shape is None:
+        return exp.Null()
     return sql.named_struct({name: _shape(sub, rule, lookups) for name, sub in shape.items()})
 
 
@@ -153,8 +155,7 @@ def compile_rule(rule: Rule) -> CompiledRule:
         value = _shape(rule.value, rule, lookups)
     elif isinstance(rule.value, dict):
         # a field written as null is null (and still among the fields the row carries)
-        value = {name: _shape(shape, rule, lookups) if shape is not None else exp.Null()
-                 for name, shape in rule.value.items()}
+        value = {name: _shape(shape, rule, lookups) for name, shape in rule.value.items()}
     else:
         value = None
     # What the rule asks of a record of each side, as SQL over `in_record` (zync_records reads it so).
