@@ -166,7 +166,7 @@ def compile_rule(rule: Rule) -> CompiledRule:
             if stateless and rule.joins:
                 takeable[side] = None  # a `where` that reads a lookup is taken to admit anything
                 continue
-            terms.append(sql.expression(rule.condition, ("in",) if stateless else (), unqualified_ok=True))
+            terms.append(condition)
         if not stateless:
             terms += [is_not_null(pair[0 if side == "left" else 1]) for pair in join_keys]
         takeable[side] = exp.and_(*(_as_in_record(t) for t in terms)) if terms else None
@@ -354,7 +354,7 @@ def render_model_body(transform: Transform, compiled: list[CompiledRule], value_
     for lookup in transform.lookups:
         if lookup.name in used:
             ctes.append(_cte(lookup_cte(lookup.name), render(exp.select(exp.Star()).from_(jinja_table(f"ref({lookup.ref!r})"))),
-                             [f"lookup {lookup.name}"]))
+                             [f"lookup {lookup.name} ({lookup.where.path.name}:{lookup.where.line}): read whole on every run"]))
     for n, c in enumerate(compiled):
         rule = c.rule
         earlier = [rule_cte(r) for r in transform.rules[:n] if set(r.inputs) & set(rule.inputs)]
