@@ -332,10 +332,10 @@ def _struct_check(rule: Rule, transform: Transform, struct_fields: StructFields,
 def _title(rule: Rule, where: str, condition: Text | None) -> list[str]:
     if rule.kind == "denorm":
         left, right = rule.inputs
-        what = f"denorm {left} with {right}: the n-th pending {left} record of a join key pairs with the n-th {right} one"
+        notes = [f"transform {rule.index} ({where}): denorm {left} with {right}",
+                 f"(zync_pair: the n-th pending {left} record of a join key pairs with the n-th {right} one)"]
     else:
-        what = f"stateless {rule.inputs[0]}: one event per pending record"
-    notes = [f"transform {rule.index} ({where}): {what}"]
+        notes = [f"transform {rule.index} ({where}): stateless {rule.inputs[0]}, one event per pending record"]
     if condition is not None:
         notes.append(f"where: {condition.sql}")
     return notes

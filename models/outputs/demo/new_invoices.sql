@@ -19,7 +19,8 @@ invoice_status as (
     {{ zync_pending(source('raw', 'raw_invoice_status'), 'InvoiceStatus', zync) }}
 ),
 
--- transform 1 (invoices.yml:9): denorm Invoices with InvoiceStatus: the n-th pending Invoices record of a join key pairs with the n-th InvoiceStatus one
+-- transform 1 (invoices.yml:9): denorm Invoices with InvoiceStatus
+-- (zync_pair: the n-th pending Invoices record of a join key pairs with the n-th InvoiceStatus one)
 -- where: value.op IN ('c', 'r')
 rule_1 as (
     SELECT
@@ -57,7 +58,7 @@ rule_1 as (
         AND `left_record`.`zync_pair` = `right_record`.`zync_pair`
 ),
 
--- transform 2 (invoices.yml:21): stateless InvoiceStatus: one event per pending record
+-- transform 2 (invoices.yml:21): stateless InvoiceStatus, one event per pending record
 -- where: value.op = 'u'
 rule_2 as (
     SELECT
@@ -82,7 +83,7 @@ rule_2 as (
         `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'u'
 ),
 
--- transform 3 (invoices.yml:27): stateless Invoices: one event per pending record
+-- transform 3 (invoices.yml:27): stateless Invoices, one event per pending record
 -- where: value.op = 'u'
 rule_3 as (
     SELECT
@@ -107,7 +108,7 @@ rule_3 as (
         `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'u'
 ),
 
--- transform 4 (invoices.yml:36): stateless Invoices: one event per pending record
+-- transform 4 (invoices.yml:36): stateless Invoices, one event per pending record
 -- where: value.op = 'd'
 rule_4 as (
     SELECT
