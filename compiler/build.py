@@ -15,7 +15,7 @@ from compiler import expressions as sql
 from compiler import mirrors, model
 from compiler.model import StructFields
 from compiler.lookups import check_lookups
-from compiler.properties import GENERATED, SOURCE_NAME, render_properties, render_sources, snake
+from compiler.properties import GENERATED, SOURCE_NAME, render_properties, render_sources
 from compiler.schemas import SchemaSource, field_path_error, struct_field_names
 from compiler.spec import IDENTIFIER_PATTERN, Rule, Shape, Text, Transform, TransformError, load_transform
 from zync.ingest_options import SOURCES_FILE

@@ -19,8 +19,9 @@ from functools import reduce
 from sqlglot import exp
 
 from compiler import expressions as sql
-from compiler.properties import SOURCE_NAME, snake
+from compiler.properties import SOURCE_NAME
 from compiler.spec import Rule, Shape, Text, Transform
+from zync.tables import snake
 
 # The one style of every SQL text the compiler writes.
 RENDER_OPTIONS = {"dialect": sql.DIALECT, "pretty": True, "identify": True, "pad": 4, "indent": 4}
