@@ -12,9 +12,10 @@ from pathlib import Path
 from sqlglot import exp
 
 from compiler import expressions as sql
-from compiler import mirrors
+from compiler import mirrors, model
+from compiler.model import StructFields
 from compiler.lookups import check_lookups
-from compiler.properties import GENERATED, SOURCE_NAME, render_properties, render_sources, snake
+from compiler.properties import GENERATED, SOURCE_NAME, render_properties, render_sources
 from compiler.schemas import SchemaSource, field_path_error, struct_field_names
 from compiler.spec import IDENTIFIER_PATTERN, Rule, Shape, Text, Transform, TransformError, load_transform
 from zync.ingest_options import SOURCES_FILE
@@ -48,27 +49,8 @@ def generated_subfolder(source: Path) -> Path:
     return Path(DEMO_FOLDER) if source.parts[:1] == (DEMO_FOLDER,) else Path()
 
 
-def input_cte(topic: str) -> str:
-    return snake(topic) or "input"
-
-
-# rule index -> the fields of its value, for rules whose value is one struct expression
-StructFields = dict[int, list[str]]
-
-
 def _records(rule: Rule) -> tuple[str, ...]:
     return ("left", "right") if rule.kind == "denorm" else ("in",)
-
-
-def _lookup_names(rule: Rule) -> tuple[str, ...]:
-    return tuple(j.lookup for j in rule.joins)
-
-
-def _shape_expression(shape: Shape, rule: Rule) -> exp.Expression:
-    if isinstance(shape, Text):
-        return sql.expression(shape, _records(rule), lookups=_lookup_names(rule))
-    assert isinstance(shape, dict)
-    return sql.named_struct({name: _shape_expression(sub, rule) for name, sub in shape.items()})
 
 
 def struct_value_fields(transform: Transform, schemas: SchemaSource | None) -> StructFields:
@@ -136,158 +118,31 @@ def _value_fields(rules: tuple[Rule, ...], struct_fields: StructFields) -> list[
     return fields
 
 
-def _projection(rule: Rule, value_fields: list[str], struct_fields: StructFields) -> str:
-    key = sql.render(_shape_expression(rule.key, rule)) if rule.key is not None else "null"
-    lines = [f"{key} as `key`"]
-    if isinstance(rule.value, Text):
-        # One struct: each field is read from it, and a record whose struct is null is a tombstone.
-        struct = _shape_expression(rule.value, rule)
-        names = struct_fields[rule.index]
-        for name in value_fields:
-            field = exp.Dot(this=struct.copy(), expression=exp.to_identifier(name)) if name in names else None
-            lines.append(f"{sql.render(field) if field is not None else 'null'} as `value__{name}`")
-        fields = exp.If(this=exp.Is(this=struct.copy(), expression=exp.Null()), true=exp.Null(),
-                        false=exp.Array(expressions=[exp.Literal.string(n) for n in names]))
-        lines.append(f"{sql.render(fields)} as `fields`")
-        return ",\n        ".join(lines)
-    for name in value_fields:
-        shape = rule.value.get(name) if isinstance(rule.value, dict) else None
-        rendered = sql.render(_shape_expression(shape, rule)) if shape is not None else "null"
-        lines.append(f"{rendered} as `value__{name}`")
-    if rule.value is None:
-        lines.append("cast(null as array<string>) as `fields`")
-    else:
-        lines.append(f"{sql.string_list(list(rule.value))} as `fields`")
-    return ",\n        ".join(lines)
+@dataclass(frozen=True)
+class CheckedTransform:
+    """A transform whose every expression is parsed and checked: what its model is rendered from."""
+
+    transform: Transform
+    rules: list[model.CompiledRule]
+    struct_fields: StructFields
+    value_fields: list[str]
 
 
-def _jinja_string(text: str) -> str:
-    """A Python/Jinja string literal for SQL text passed to a macro."""
-    return repr(text)
+def check_transform(transform: Transform, struct_fields: StructFields) -> CheckedTransform:
+    """Build every rule's trees (refusing a bad expression with its file and line) and the output's value fields."""
+    rules = [model.compile_rule(rule) for rule in transform.rules]
+    return CheckedTransform(transform, rules, struct_fields, _value_fields(transform.rules, struct_fields))
 
 
-def _lookup_args(rule: Rule, transform: Transform) -> str:
-    """The macro argument listing a rule's lookup joins; ref() makes dbt's lineage show seed -> model."""
-    refs = {lookup.name: lookup.ref for lookup in transform.lookups}
-    entries = []
-    for join in rule.joins:
-        pairs = sql.lookup_keys(join.on, join.lookup, _records(rule))
-        entries.append(
-            f"{{'name': {join.lookup!r}, 'relation': ref({refs[join.lookup]!r}), "
-            f"'alias': {sql.lookup_alias(join.lookup)!r},\n"
-            f"             'lookup_keys': [{', '.join(_jinja_string(sql.render(k)) for k, _ in pairs)}],\n"
-            f"             'record_keys': [{', '.join(_jinja_string(sql.render(r)) for _, r in pairs)}]}}"
-        )
-    return "lookups=[\n            " + ",\n            ".join(entries) + "\n        ]"
-
-
-def _struct_check(rule: Rule, transform: Transform, struct_fields: StructFields, source_line: str) -> str:
-    """A run-time guard for a struct value: its fields must still be those compiled in (the raw schema may evolve)."""
-    if not isinstance(rule.value, Text):
-        return ""
-    path = sql.field_path(sql.parse(rule.value)) or []
-    table = {i.topic: i.table for i in transform.inputs}[dict(zip(_records(rule), rule.inputs))[path[0]]]
-    struct: exp.Expression = exp.to_identifier(path[1])
-    for name in path[2:]:
-        struct = exp.Dot(this=struct, expression=exp.to_identifier(name))
-    return (
-        f"\n{{%- do zync_expect_struct_fields(source({SOURCE_NAME!r}, {table!r}), {_jinja_string(sql.render(struct))}, "
-        f"{struct_fields[rule.index]!r}, {f'transform {rule.index} ({source_line})'!r}) %}}"
-    )
-
-
-def _rule_cte(rule: Rule, transform: Transform, earlier: list[Rule], value_fields: list[str],
-              struct_fields: StructFields) -> str:
-    after = [f"rule_{r.index}" for r in earlier if set(r.inputs) & set(rule.inputs)]
-    where = None
-    if rule.condition is not None:
-        stateless = rule.kind == "stateless"
-        where = sql.render(sql.expression(
-            rule.condition, ("in",) if stateless else (), unqualified_ok=True,
-            lookups=_lookup_names(rule) if stateless else (),
-            other_lookups=() if stateless else _lookup_names(rule),
-            # beside a lookup's columns, a bare `value.op` could be ambiguous: it means the input's
-            unqualified_record="in" if stateless and rule.joins else None,
-        ))
-    source_line = f"{transform.path.name}:{rule.where.line}"
-    args = []
-    if rule.kind == "denorm":
-        assert rule.join_on is not None
-        pairs = sql.join_keys(rule.join_on)
-        left, right = rule.inputs
-        title = f"-- transform {rule.index} ({source_line}): denorm {left} with {right}"
-        args += [f"left={input_cte(left)!r}", f"right={input_cte(right)!r}"]
-        args.append(f"left_keys=[{', '.join(_jinja_string(sql.render(l)) for l, _ in pairs)}]")
-        args.append(f"right_keys=[{', '.join(_jinja_string(sql.render(r)) for _, r in pairs)}]")
-        macro = "zync_denorm"
-    else:
-        (topic,) = rule.inputs
-        title = f"-- transform {rule.index} ({source_line}): stateless {topic}"
-        args.append(f"input={input_cte(topic)!r}")
-        macro = "zync_stateless"
-    if where:
-        args.append(f"where={_jinja_string(where)}")
-    if after:
-        args.append(f"after={after!r}")
-    if rule.joins:
-        args.append(_lookup_args(rule, transform))
-    call = f"{{% call {macro}(\n        " + ",\n        ".join(args) + "\n    ) -%}"
-    return (
-        f"{title}{_struct_check(rule, transform, struct_fields, source_line)}\n"
-        f"rule_{rule.index} as (\n    {call}\n        {_projection(rule, value_fields, struct_fields)}\n"
-        f"    {{%- endcall %}}\n)"
-    )
-
-
-def _as_record(tree: exp.Expression) -> exp.Expression:
-    """The expression with every record alias (`left_record`, `right_record`) renamed `in_record`."""
-    tree = tree.copy()
-    for column in tree.find_all(exp.Column):
-        root = column.parts[0]
-        if root.name in sql.RECORD_ALIASES.values():
-            root.replace(exp.to_identifier(sql.RECORD_ALIASES["in"]))
-    return tree
-
-
-def _takeable(transform: Transform, topic: str) -> str:
-    """Whether some rule could ever take a record of `topic`, as SQL over `in_record` (the record).
-
-    A record no rule can take (a Debezium tombstone, an op no `where` admits,
-    a denorm candidate whose join key is null) would wait forever and hold
-    back every later record of its key; the model marks it done as `skipped`
-    instead. A rule whose `where` reads a lookup is taken to admit anything.
-    """
-    conditions: list[exp.Expression] = []
-    for rule in transform.rules:
-        sides = [n for n, t in zip(_records(rule), rule.inputs) if t == topic]
-        for side in sides:
-            terms: list[exp.Expression] = []
-            if rule.condition is not None:
-                if rule.kind == "stateless" and rule.joins:
-                    return "true"
-                terms.append(sql.expression(rule.condition, ("in",) if rule.kind == "stateless" else (),
-                                            unqualified_ok=True))
-            if rule.kind == "denorm":
-                assert rule.join_on is not None
-                keys = [pair[0 if side == "left" else 1] for pair in sql.join_keys(rule.join_on)]
-                terms += [exp.Not(this=exp.Is(this=k, expression=exp.Null())) for k in keys]
-            if not terms:
-                return "true"
-            conditions.append(exp.and_(*(exp.Paren(this=_as_record(t)) for t in terms)))
-    if not conditions:
-        return "false"
-    return sql.render(exp.func("coalesce", exp.or_(*conditions), exp.false()))
-
-
-def render_model(transform: Transform, project_root: Path, struct_fields: StructFields | None = None) -> str:
-    struct_fields = struct_fields or {}
-    value_fields = _value_fields(transform.rules, struct_fields)
+def render_model(checked: CheckedTransform, project_root: Path) -> str:
+    """The output model: config, then the import CTEs, a CTE per rule and the final select (compiler/model.py)."""
+    transform = checked.transform
     source = transform.path.resolve().relative_to(project_root.resolve()) if transform.path.resolve().is_relative_to(project_root.resolve()) else transform.path
     meta = {
         "zync_output_topic": transform.output_topic,
         "zync_inputs": [{"topic": i.topic, "table": i.table} for i in transform.inputs],
     }
-    parts = [
+    return "\n".join([
         f"{{#- {GENERATED.format(source=source)} #}}",
         "{{ config(\n"
         "    materialized='zync_output',\n"
@@ -297,39 +152,8 @@ def render_model(transform: Transform, project_root: Path, struct_fields: Struct
         ") }}",
         f"{{%- set zync = zync_state({transform.output_topic!r}) %}}",
         "",
-        "with",
-        "",
-    ]
-    ctes = []
-    for item in transform.inputs:
-        ctes.append(
-            f"-- pending {item.topic} records: past the cursor, not yet done for this output\n"
-            f"{input_cte(item.topic)} as (\n"
-            f"    {{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}, zync) }}}}\n)"
-        )
-    for n, rule in enumerate(transform.rules):
-        ctes.append(_rule_cte(rule, transform, list(transform.rules[:n]), value_fields, struct_fields))
-    unions = "\n    union all\n".join(f"    select * from rule_{r.index}" for r in transform.rules)
-    ctes.append(f"events as (\n{unions}\n)")
-    parts.append(",\n\n".join(ctes))
-    inputs = ",\n".join(
-        f"        {{'cte': {input_cte(i.topic)!r}, 'expire_after': "
-        f"{repr(i.expire_after.as_macro_arg()) if i.expire_after else 'none'},\n"
-        f"         'takeable': {_jinja_string(_takeable(transform, i.topic))}}}"
-        for i in transform.inputs
-    )
-    parts += [
-        "",
-        "{{ zync_output_rows(\n"
-        "    'events',\n"
-        f"    inputs=[\n{inputs}\n    ],\n"
-        f"    output_topic={transform.output_topic!r},\n"
-        f"    value_fields={value_fields!r},\n"
-        "    state=zync,\n"
-        ") }}",
-        "",
-    ]
-    return "\n".join(parts)
+        model.render_model_body(transform, checked.rules, checked.value_fields, checked.struct_fields),
+    ])
 
 
 def render_pending_report(transform: Transform, project_root: Path) -> str:
@@ -396,11 +220,11 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
     mirror_files = [mirrors.load_mirrors(p) for p in paths if mirrors.is_mirror_file(p)]
     transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
     generated_models = {t.model for t in transforms} | {m.model for f in mirror_files for m in f.mirrors}
-    struct_fields: dict[Path, StructFields] = {}
+    checked: dict[Path, CheckedTransform] = {}
     for t in transforms:
         found = check_fields(t, schemas) if schemas is not None else []
         found += check_lookups(t, project_root, generated_models)
-        struct_fields[t.path] = struct_value_fields(t, schemas)
+        checked[t.path] = check_transform(t, struct_value_fields(t, schemas))
         if notes is not None:
             notes.extend(found)
     seen: dict[str, Path] = {}
@@ -418,7 +242,7 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
     files = []
     for t in transforms:
         folder = MODELS_FOLDER / generated_subfolder(relative(t.path))
-        files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(t, project_root, struct_fields[t.path])))
+        files.append(GeneratedFile(folder / f"{t.model}.sql", render_model(checked[t.path], project_root)))
         files.append(GeneratedFile(folder / f"{t.model}.yml", render_properties(t, relative(t.path))))
         files.append(GeneratedFile(folder / f"{pending_report_name(t.model)}.sql", render_pending_report(t, project_root)))
     files += [GeneratedFile(path, text)

@@ -7,6 +7,8 @@ macros give the input rows, and every identifier is quoted on the way out.
 
 from __future__ import annotations
 
+import functools
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -23,7 +25,16 @@ _STATEMENTS = (exp.Query, exp.Command, exp.Create, exp.Drop, exp.Insert, exp.Upd
 
 def parse(text: Text) -> exp.Expression:
     """Parse one SQL expression; statements (two separated by `;`), queries and subqueries are refused.
-    A `;` inside a string literal is text (sqlglot's tokenizer tells them apart)."""
+    A `;` inside a string literal is text (sqlglot's tokenizer tells them apart).
+
+    Each text is parsed once (the checks and the model builder all ask for
+    it); callers get their own copy to rewrite.
+    """
+    return _parse(text).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: Text) -> exp.Expression:
     try:
         trees = [t for t in sqlglot.parse(text.sql, read=DIALECT) if t is not None]
     except ParseError as e:
@@ -184,8 +195,3 @@ def named_struct(fields: dict[str, exp.Expression]) -> exp.Expression:
     for name, value in fields.items():
         args += [exp.Literal.string(name), value]
     return exp.Anonymous(this="named_struct", expressions=args)
-
-
-def string_list(values: list[str]) -> str:
-    """A Spark array of string literals, e.g. the field list of a partial row."""
-    return render(exp.Array(expressions=[exp.Literal.string(v) for v in values]))

@@ -12,11 +12,12 @@
     one for the output topic holding its next offset.
   `events` is a relation with consumed, ordering, key, value__<field> for each
   of value_fields, and fields (null = tombstone). `inputs` as for zync_records.
-  Called right after the last CTE, so it begins with a comma.
+  Writes CTEs (after the model's own, which end with a comma) ending in
+  `zync_output_rows`: kafka, kind, key, value__<field>..., fields (null but
+  for an out row that carries a value), status, run_id. The model's final
+  select builds each out row's value from the value__ columns.
 #}
 {% macro zync_output_rows(events, inputs, output_topic, value_fields, state) -%}
-,
-
 -- every pending record of every input, once
 zync_records as (
     {{ zync_records(inputs) | indent(4) }}
@@ -38,48 +39,49 @@ zync_emitted as (
         ) as cursor_offset,
         row_number() over (partition by topic, partition order by offset) = 1 as is_first
     from zync_final
-)
+),
 
-select
-    case
-        when kind = 'out' then named_struct(
-            'topic', {{ zync_string(output_topic) }}, 'partition', 0,
-            'offset', {{ zync_next_output_offset(output_topic, state) }} + out_position - 1)
-        when kind = 'output_cursor' then named_struct(
-            'topic', {{ zync_string(output_topic) }}, 'partition', 0,
-            'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
-        when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
-        else named_struct('topic', topic, 'partition', partition, 'offset', offset)
-    end as kafka,
-    case when kind = 'output_cursor' then 'cursor' else kind end as kind,
-    case when kind = 'out' then key end as key,
-    case when kind = 'out' and fields is not null then named_struct(
+-- every row this run appends; the model's final select builds the out rows' values
+zync_output_rows as (
+    select
+        case
+            when kind = 'out' then named_struct(
+                'topic', {{ zync_string(output_topic) }}, 'partition', 0,
+                'offset', {{ zync_next_output_offset(output_topic, state) }} + out_position - 1)
+            when kind = 'output_cursor' then named_struct(
+                'topic', {{ zync_string(output_topic) }}, 'partition', 0,
+                'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
+            when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
+            else named_struct('topic', topic, 'partition', partition, 'offset', offset)
+        end as kafka,
+        case when kind = 'output_cursor' then 'cursor' else kind end as kind,
+        case when kind = 'out' then key end as key,
         {%- for field in value_fields %}
-        '{{ field }}', {{ adapter.quote('value__' ~ field) }}{{ "," if not loop.last }}
+        {{ adapter.quote('value__' ~ field) }},
         {%- endfor %}
-    ) end as value,
-    -- a field holding Debezium's unavailable-value placeholder (an unchanged TOASTed column) is left
-    -- out, so the sink keeps that column as it is (macros/debezium/zync_unavailable_value.sql)
-    case when kind = 'out' then filter(fields, field -> not coalesce(
-        case field
-            {%- for field in value_fields %}
-            when '{{ field }}' then to_json(named_struct('v', {{ adapter.quote('value__' ~ field) }}))
-            {%- endfor %}
-        end in ({{ zync_unavailable_as_json() }}), false)) end as fields,
-    case when kind = 'done' then (
-        case when kept_by is not null then 'processed' when replayed then 'replayed' when skipped then 'skipped' else 'expired' end
-    ) end as status,
-    '{{ invocation_id }}' as run_id
-from zync_emitted
-lateral view explode(filter(
-    array(
-        case when is_out then 'out' end,
-        case when kept_by is not null or expirable or skipped then 'done' end,
-        case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
-        case when is_out and out_position = out_count then 'output_cursor' end
-    ),
-    kind -> kind is not null
-)) kinds as kind
+        -- a field holding Debezium's unavailable-value placeholder (an unchanged TOASTed column) is left
+        -- out, so the sink keeps that column as it is (macros/debezium/zync_unavailable_value.sql)
+        case when kind = 'out' then filter(fields, field -> not coalesce(
+            case field
+                {%- for field in value_fields %}
+                when '{{ field }}' then to_json(named_struct('v', {{ adapter.quote('value__' ~ field) }}))
+                {%- endfor %}
+            end in ({{ zync_unavailable_as_json() }}), false)) end as fields,
+        case when kind = 'done' then (
+            case when kept_by is not null then 'processed' when replayed then 'replayed' when skipped then 'skipped' else 'expired' end
+        ) end as status,
+        '{{ invocation_id }}' as run_id
+    from zync_emitted
+    lateral view explode(filter(
+        array(
+            case when is_out then 'out' end,
+            case when kept_by is not null or expirable or skipped then 'done' end,
+            case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
+            case when is_out and out_position = out_count then 'output_cursor' end
+        ),
+        kind -> kind is not null
+    )) kinds as kind
+)
 {%- endmacro %}
 
 

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from sqlglot import exp
+
 from compiler import compile_transforms, transform_files, write_outputs
 from compiler.spec import TransformError
+from tests.unit.generated_sql import Model, parse_model, projection, same
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,31 +57,66 @@ def test_committed_models_are_what_the_compiler_writes_now():
         assert committed.read_text() == f.text, f"{f.path} is stale: run `zync etl compile` and commit"
 
 
+def model(tmp_path: Path, text: str) -> Model:
+    return parse_model(model_sql(tmp_path, text))
+
+
+def test_the_demo_model_reads_as_sql(tmp_path):
+    # one CTE per input (import), per rule, the events, what each input's rules could take, then the machinery
+    demo = parse_model((ROOT / "models" / "outputs" / "demo" / "new_invoices.sql").read_text())
+    assert list(demo.ctes) == ["invoices", "invoice_status", "rule_1", "rule_2", "rule_3", "rule_4", "events",
+                               "invoices_takeable", "invoice_status_takeable", "zync_output_rows"]
+    # the final select shows the output row, its value built from the rules' value__ columns
+    assert same(demo.final) == same(
+        "SELECT kafka, kind, key, CASE WHEN fields IS NOT NULL THEN named_struct('ID', value__ID, 'customer', "
+        "value__customer, 'item', value__item, 'invoice_status', value__invoice_status) END AS value, fields, "
+        "status, run_id FROM zync_output_rows")
+
+
 def test_record_names_become_safe_quoted_aliases(tmp_path):
-    sql = model_sql(tmp_path, GOOD)
-    assert "left_keys=['`left_record`.`value`.`after`.`id`']" in sql
-    assert "right_keys=['`right_record`.`value`.`after`.`a_id`']" in sql
-    assert "NAMED_STRUCT('id', `in_record`.`value`.`after`.`a_id`) as `key`" in sql
-    assert "left." not in sql.replace("left_record", "").replace("left=", "").replace("left_keys", "")
+    m = model(tmp_path, GOOD)
+    join = m.ctes["rule_1"].args["joins"][0]
+    assert same(join.args["on"]) == same(
+        "left_record.value.after.id = right_record.value.after.a_id AND left_record.zync_pair = right_record.zync_pair")
+    assert projection(m.ctes["rule_2"])["key"] == same("named_struct('id', in_record.value.after.a_id)")
+    roots = {c.parts[0].name for cte in m.ctes.values() for c in cte.find_all(exp.Column) if len(c.parts) > 1}
+    assert not roots & {"left", "right", "in"}
+    assert "`in_record`.`value`.`after`.`a_id`" in m.ctes["rule_2"].sql(dialect="spark", identify=True)
+
+
+def test_a_rule_reads_as_a_select_with_its_where(tmp_path):
+    rule_2 = model(tmp_path, GOOD).ctes["rule_2"]
+    assert rule_2.args["from_"].this.name == "b" and rule_2.args["from_"].this.alias == "in_record"
+    assert same(rule_2.args["where"].this) == same("in_record.zync_replay_of IS NULL AND value.op = 'u'")
+    assert projection(rule_2) == {
+        "consumed": same("array(zync_coordinates('in_record'))"), "ordering": same("zync_ordering('in_record')"),
+        "key": same("named_struct('id', in_record.value.after.a_id)"),
+        "value__id": same("in_record.value.after.a_id"), "value__b": same("in_record.value.after.b"),
+        "fields": same("array('id', 'b')"),
+    }
 
 
 def test_partial_rows_carry_their_field_list_and_nulls_for_the_rest(tmp_path):
     text = GOOD.replace("value: {id: in.value.after.a_id, b: in.value.after.b}", "value: {id: in.value.after.a_id}")
-    sql = model_sql(tmp_path, text)
-    assert "null as `value__b`" in sql
-    assert "ARRAY('id') as `fields`" in sql
-    assert "value_fields=['id', 'b']" in sql
+    m = model(tmp_path, text)
+    assert projection(m.ctes["rule_2"])["value__b"] == "NULL"
+    assert projection(m.ctes["rule_2"])["fields"] == same("ARRAY('id')")
+    assert m.output_rows["value_fields"] == ["id", "b"]
 
 
 def test_a_later_rule_excludes_records_taken_by_an_earlier_rule_on_the_same_input(tmp_path):
-    sql = model_sql(tmp_path, GOOD)
-    assert "after=['rule_1']" in sql
+    rule_2 = model(tmp_path, GOOD).ctes["rule_2"]
+    (anti,) = rule_2.args["joins"]
+    assert anti.side == "LEFT" and anti.kind == "ANTI"
+    assert [t.name for t in anti.this.find_all(exp.Table)] == ["rule_1"]
+    assert same(anti.args["on"]) == same(
+        "in_record.kafka.topic = consumed_before.record.topic AND in_record.kafka.partition = "
+        "consumed_before.record.partition AND in_record.kafka.offset = consumed_before.record.offset")
 
 
 def test_tombstone_rule(tmp_path):
     text = GOOD.replace("value: {id: in.value.after.a_id, b: in.value.after.b}", "value: null")
-    sql = model_sql(tmp_path, text)
-    assert "cast(null as array<string>) as `fields`" in sql
+    assert projection(model(tmp_path, text).ctes["rule_2"])["fields"] == same("cast(null as array<string>)")
 
 
 def test_join_on_may_be_written_right_to_left_and_as_a_conjunction(tmp_path):
@@ -86,9 +124,15 @@ def test_join_on_may_be_written_right_to_left_and_as_a_conjunction(tmp_path):
         "join-on: left.value.after.id = right.value.after.a_id",
         "join-on: right.value.after.a_id = left.value.after.id AND left.key.id = right.value.after.x",
     )
-    sql = model_sql(tmp_path, text)
-    assert "left_keys=['`left_record`.`value`.`after`.`id`', '`left_record`.`key`.`id`']" in sql
-    assert "right_keys=['`right_record`.`value`.`after`.`a_id`', '`right_record`.`value`.`after`.`x`']" in sql
+    rule_1 = model(tmp_path, text).ctes["rule_1"]
+    # each side is numbered within its join key: the n-th left pairs with the n-th right
+    sides = {s.alias: s.this for s in rule_1.find_all(exp.Subquery) if s.alias in ("left_record", "right_record")}
+    pairs = {alias: [same(k) for k in side.find(exp.Window).args["partition_by"]] for alias, side in sides.items()}
+    assert pairs == {"left_record": [same("left_record.value.after.id"), same("left_record.key.id")],
+                     "right_record": [same("right_record.value.after.a_id"), same("right_record.value.after.x")]}
+    assert same(rule_1.args["joins"][0].args["on"]) == same(
+        "right_record.value.after.a_id = left_record.value.after.id AND left_record.key.id = right_record.value.after.x"
+        " AND left_record.zync_pair = right_record.zync_pair")
 
 
 @pytest.mark.parametrize(
@@ -151,28 +195,22 @@ def test_sources_list_every_input_table_with_its_topic(tmp_path):
 def test_expire_after_takes_offsets_or_a_duration(tmp_path):
     text = GOOD.replace("  - {topic: A, table: raw_a}", "  - {topic: A, table: raw_a, expire-after: 1000}")
     text = text.replace("  - {topic: B, table: raw_b}", "  - {topic: B, table: raw_b, expire-after: 30m}")
-    sql = model_sql(tmp_path, text)
-    assert "{'cte': 'a', 'expire_after': {'offsets': 1000}," in sql
-    assert "{'cte': 'b', 'expire_after': {'seconds': 1800.0}," in sql
+    assert model(tmp_path, text).output_rows["inputs"] == [
+        {"cte": "a_takeable", "expire_after": {"offsets": 1000}},
+        {"cte": "b_takeable", "expire_after": {"seconds": 1800.0}},
+    ]
 
 
 def test_each_input_says_which_records_a_rule_could_take(tmp_path):
-    import sqlglot
-
-    sql = model_sql(tmp_path, GOOD)
-    takeable = [line.split("'takeable': ")[1].rstrip("},")[1:-1] for line in sql.splitlines() if "'takeable'" in line]
+    m = model(tmp_path, GOOD)
+    takeable = [projection(m.ctes[name])["zync_takeable"] for name in ("a_takeable", "b_takeable")]
     # A: only the denorm's left side (its where, and a join key to pair on); B: the denorm's right
     # side or the stateless rule. Anything else (a tombstone, a delete) no rule can take: skipped.
     expected = [
         "coalesce(value.op in ('c', 'r') and in_record.value.after.id is not null, false)",
         "coalesce((value.op in ('c', 'r') and in_record.value.after.a_id is not null) or value.op = 'u', false)",
     ]
-    def same(sql_text):
-        tree = sqlglot.parse_one(sql_text, read="spark")
-        for paren in list(tree.find_all(sqlglot.exp.Paren)):  # grouping as written is not the point
-            paren.replace(paren.this)
-        return tree.sql(dialect="spark", normalize=True, identify=True)
-    assert [same(t) for t in takeable] == [same(e) for e in expected]
+    assert takeable == [same(e) for e in expected]
 
 
 @pytest.mark.parametrize("bad", ["-5", "0", "soon", "10 parsecs", "true"])

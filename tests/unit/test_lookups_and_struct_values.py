@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlglot import exp
 
 from compiler import compile_transforms, write_outputs
 from compiler.spec import TransformError
+from tests.unit.generated_sql import parse_model, projection, same
 
 LOOKUP = """\
 inputs:
@@ -57,28 +59,50 @@ def _model(tmp_path: Path, transform: str, schemas=None, notes=None) -> str:
     return next(f.text for f in files if f.path.name == "c_out.sql")
 
 
+def _lookup_join(rule: exp.Select) -> exp.Join:
+    (join,) = [j for j in rule.args["joins"] if j.alias_or_name == "lookup_customers"]
+    return join
+
+
 def test_a_lookup_is_read_through_ref_and_left_joined_on_its_equalities(tmp_path):
-    sql = _model(tmp_path, LOOKUP)
-    assert sql.count("'relation': ref('customer_ids'), 'alias': 'lookup_customers'") == 2
-    assert "'lookup_keys': ['`lookup_customers`.`name`']" in sql
-    assert "'record_keys': ['`left_record`.`value`.`after`.`name`']" in sql
+    text = _model(tmp_path, LOOKUP)
+    m = parse_model(text)
+    # one import CTE reads the seed through ref(), so dbt's lineage shows seed -> model
+    assert text.count("{{ ref('customer_ids') }}") == 1
+    assert same(m.ctes["lookup_customers"]) == same("SELECT * FROM ref__customer_ids")
+    join = _lookup_join(m.ctes["rule_1"])
+    assert join.side == "LEFT" and not join.kind
+    assert same(join.args["on"]) == same("lookup_customers.name = left_record.value.after.name")
+    matches = join.this.find(exp.Window)
+    assert [same(k) for k in matches.args["partition_by"]] == [same("lookup_customers.name")]
     # either order, several equalities, expressions on both sides
-    assert "'lookup_keys': ['LOWER(`lookup_customers`.`name`)', '`lookup_customers`.`id`']" in sql
-    assert "'record_keys': ['LOWER(`in_record`.`value`.`after`.`name`)', '`in_record`.`key`.`id`']" in sql
-    assert "`lookup_customers`.`id` as `value__customer_id`" in sql
+    join = _lookup_join(m.ctes["rule_2"])
+    assert same(join.args["on"]) == same(
+        "lower(in_record.value.after.name) = lower(lookup_customers.name) AND lookup_customers.id = in_record.key.id")
+    assert [same(k) for k in join.this.find(exp.Window).args["partition_by"]] == [
+        same("lower(lookup_customers.name)"), same("lookup_customers.id")]
+    assert projection(m.ctes["rule_2"])["value__customer_id"] == same("lookup_customers.id")
+    # a record matching several lookup rows fails the run (macros/etl/zync_lookups.sql)
+    assert same(m.ctes["rule_1"].args["where"].this) == same(
+        "zync_lookup_row_is_unique('lookup_customers', 'customers', 'customer_ids', 'left_record')")
 
 
 def test_a_stateless_where_may_use_the_lookup_and_its_bare_paths_mean_the_input(tmp_path):
-    sql = _model(tmp_path, LOOKUP)
-    assert "where=\"`in_record`.`value`.`op` = 'u' AND NOT `lookup_customers`.`id` IS NULL\"" in sql
+    m = parse_model(_model(tmp_path, LOOKUP))
+    assert same(m.ctes["rule_2"].args["where"].this) == same(
+        "in_record.zync_replay_of IS NULL"
+        " AND zync_lookup_row_is_unique('lookup_customers', 'customers', 'customer_ids', 'in_record')"
+        " AND (in_record.value.op = 'u' AND NOT lookup_customers.id IS NULL)")
     # rules without lookups keep the bare paths (the denorm's where runs on each side alone)
-    assert "where=\"`value`.`op` IN ('c', 'r')\"" in sql
+    sides = [s.this for s in m.ctes["rule_1"].find_all(exp.Subquery) if s.alias in ("left_record", "right_record")]
+    assert [same(s.args["where"].this) for s in sides] == [
+        same(f"{alias}.zync_replay_of IS NULL AND value.op IN ('c', 'r')") for alias in ("left_record", "right_record")]
 
 
 def test_a_join_on_key_named_on_is_read_as_a_name_not_a_yaml_boolean(tmp_path):
     # `on:` is a boolean in YAML 1.1; both flow and block style must work
-    sql = _model(tmp_path, LOOKUP)
-    assert "lookups=[" in sql.split("rule_2 as (")[1]
+    m = parse_model(_model(tmp_path, LOOKUP))
+    assert _lookup_join(m.ctes["rule_1"]) and _lookup_join(m.ctes["rule_2"])
 
 
 def _error(tmp_path: Path, old: str, new: str, seed: str | None = SEED) -> tuple[str, Path]:
@@ -165,20 +189,21 @@ STRUCT_VALUE = LOOKUP.replace("value: {id: in.value.after.a_id, customer_id: cus
 
 
 def test_a_struct_value_carries_exactly_the_structs_fields(tmp_path):
-    sql = _model(tmp_path, STRUCT_VALUE, schemas={"raw_b": RAW_B}.get)
-    rule_2 = sql.split("rule_2 as (")[1]
-    assert "`in_record`.`value`.`after`.`a_id` as `value__a_id`" in rule_2
-    assert "`in_record`.`value`.`after`.`name` as `value__name`" in rule_2
-    assert "`in_record`.`value`.`after`.`note` as `value__note`" in rule_2
-    assert "null as `value__id`" in rule_2 and "null as `value__customer_id`" in rule_2
+    m = parse_model(_model(tmp_path, STRUCT_VALUE, schemas={"raw_b": RAW_B}.get))
+    rule_2 = projection(m.ctes["rule_2"])
+    assert rule_2["value__a_id"] == same("in_record.value.after.a_id")
+    assert rule_2["value__name"] == same("in_record.value.after.name")
+    assert rule_2["value__note"] == same("in_record.value.after.note")
+    assert rule_2["value__id"] == rule_2["value__customer_id"] == "NULL"
     # a record whose struct is null is a tombstone; otherwise it carries the struct's fields
-    assert "IF(`in_record`.`value`.`after` IS NULL, NULL, ARRAY('a_id', 'name', 'note')) as `fields`" in rule_2
+    assert rule_2["fields"] == same("IF(in_record.value.after IS NULL, NULL, ARRAY('a_id', 'name', 'note'))")
     # the mapping rule carries its own fields only, and the union holds both
-    assert "ARRAY('id', 'customer_id') as `fields`" in sql.split("rule_2 as (")[0]
-    assert "value_fields=['id', 'customer_id', 'a_id', 'name', 'note']" in sql
+    assert projection(m.ctes["rule_1"])["fields"] == same("ARRAY('id', 'customer_id')")
+    assert m.output_rows["value_fields"] == ["id", "customer_id", "a_id", "name", "note"]
     # the run checks the raw table still has the fields it was compiled with
-    assert ("{%- do zync_expect_struct_fields(source('raw', 'raw_b'), '`value`.`after`', ['a_id', 'name', 'note'], "
-            "'transform 2 (t.yml:18)') %}\nrule_2 as (") in sql
+    assert m.jinja_statements[1:] == [
+        "do zync_expect_struct_fields(source('raw', 'raw_b'), ['value', 'after'], ['a_id', 'name', 'note'], "
+        "'transform 2 (t.yml:18)')"]
 
 
 @pytest.mark.parametrize(

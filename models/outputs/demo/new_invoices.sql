@@ -20,90 +20,205 @@ invoice_status as (
 ),
 
 -- transform 1 (invoices.yml:9): denorm Invoices with InvoiceStatus
+-- (zync_pair: the n-th pending Invoices record of a join key pairs with the n-th InvoiceStatus one)
+-- where: value.op IN ('c', 'r')
 rule_1 as (
-    {% call zync_denorm(
-        left='invoices',
-        right='invoice_status',
-        left_keys=['`left_record`.`value`.`after`.`ID`'],
-        right_keys=['`right_record`.`value`.`after`.`InvoiceID`'],
-        where="`value`.`op` IN ('c', 'r')"
-    ) -%}
-        `left_record`.`key` as `key`,
-        `left_record`.`value`.`after`.`ID` as `value__ID`,
-        `left_record`.`value`.`after`.`customer` as `value__customer`,
-        `left_record`.`value`.`after`.`item` as `value__item`,
-        `right_record`.`value`.`after`.`status` as `value__invoice_status`,
-        ARRAY('ID', 'customer', 'item', 'invoice_status') as `fields`
-    {%- endcall %}
+    SELECT
+        ARRAY({{ zync_coordinates('left_record') }}, {{ zync_coordinates('right_record') }}) AS `consumed`,
+        {{ zync_ordering('left_record') }} AS `ordering`,
+        `left_record`.`key` AS `key`,
+        `left_record`.`value`.`after`.`ID` AS `value__ID`,
+        `left_record`.`value`.`after`.`customer` AS `value__customer`,
+        `left_record`.`value`.`after`.`item` AS `value__item`,
+        `right_record`.`value`.`after`.`status` AS `value__invoice_status`,
+        ARRAY('ID', 'customer', 'item', 'invoice_status') AS `fields`
+    FROM (
+        SELECT
+            `left_record`.*,
+            ROW_NUMBER() OVER (
+                PARTITION BY `left_record`.`value`.`after`.`ID`
+                ORDER BY `left_record`.`kafka`.`partition`, `left_record`.`kafka`.`offset`
+            ) AS `zync_pair`
+        FROM `invoices` AS `left_record`
+        WHERE
+            `left_record`.`zync_replay_of` IS NULL AND `value`.`op` IN ('c', 'r')
+    ) AS `left_record`
+    INNER JOIN (
+        SELECT
+            `right_record`.*,
+            ROW_NUMBER() OVER (
+                PARTITION BY `right_record`.`value`.`after`.`InvoiceID`
+                ORDER BY `right_record`.`kafka`.`partition`, `right_record`.`kafka`.`offset`
+            ) AS `zync_pair`
+        FROM `invoice_status` AS `right_record`
+        WHERE
+            `right_record`.`zync_replay_of` IS NULL AND `value`.`op` IN ('c', 'r')
+    ) AS `right_record`
+        ON `left_record`.`value`.`after`.`ID` = `right_record`.`value`.`after`.`InvoiceID`
+        AND `left_record`.`zync_pair` = `right_record`.`zync_pair`
 ),
 
--- transform 2 (invoices.yml:21): stateless InvoiceStatus
+-- transform 2 (invoices.yml:21): stateless InvoiceStatus, one event per pending record
+-- where: value.op = 'u'
 rule_2 as (
-    {% call zync_stateless(
-        input='invoice_status',
-        where="`value`.`op` = 'u'",
-        after=['rule_1']
-    ) -%}
-        NAMED_STRUCT('ID', `in_record`.`value`.`after`.`InvoiceID`) as `key`,
-        `in_record`.`value`.`after`.`InvoiceID` as `value__ID`,
-        null as `value__customer`,
-        null as `value__item`,
-        `in_record`.`value`.`after`.`status` as `value__invoice_status`,
-        ARRAY('ID', 'invoice_status') as `fields`
-    {%- endcall %}
+    SELECT
+        ARRAY({{ zync_coordinates('in_record') }}) AS `consumed`,
+        {{ zync_ordering('in_record') }} AS `ordering`,
+        NAMED_STRUCT('ID', `in_record`.`value`.`after`.`InvoiceID`) AS `key`,
+        `in_record`.`value`.`after`.`InvoiceID` AS `value__ID`,
+        NULL AS `value__customer`,
+        NULL AS `value__item`,
+        `in_record`.`value`.`after`.`status` AS `value__invoice_status`,
+        ARRAY('ID', 'invoice_status') AS `fields`
+    FROM `invoice_status` AS `in_record`
+    LEFT ANTI JOIN (
+        SELECT
+            EXPLODE(`consumed`) AS `record`
+        FROM `rule_1`
+    ) AS `consumed_before`
+        ON `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
+        AND `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
+        AND `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
+    WHERE
+        `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'u'
 ),
 
--- transform 3 (invoices.yml:27): stateless Invoices
+-- transform 3 (invoices.yml:27): stateless Invoices, one event per pending record
+-- where: value.op = 'u'
 rule_3 as (
-    {% call zync_stateless(
-        input='invoices',
-        where="`value`.`op` = 'u'",
-        after=['rule_1']
-    ) -%}
-        `in_record`.`key` as `key`,
-        `in_record`.`value`.`after`.`ID` as `value__ID`,
-        `in_record`.`value`.`after`.`customer` as `value__customer`,
-        `in_record`.`value`.`after`.`item` as `value__item`,
-        null as `value__invoice_status`,
-        ARRAY('ID', 'customer', 'item') as `fields`
-    {%- endcall %}
+    SELECT
+        ARRAY({{ zync_coordinates('in_record') }}) AS `consumed`,
+        {{ zync_ordering('in_record') }} AS `ordering`,
+        `in_record`.`key` AS `key`,
+        `in_record`.`value`.`after`.`ID` AS `value__ID`,
+        `in_record`.`value`.`after`.`customer` AS `value__customer`,
+        `in_record`.`value`.`after`.`item` AS `value__item`,
+        NULL AS `value__invoice_status`,
+        ARRAY('ID', 'customer', 'item') AS `fields`
+    FROM `invoices` AS `in_record`
+    LEFT ANTI JOIN (
+        SELECT
+            EXPLODE(`consumed`) AS `record`
+        FROM `rule_1`
+    ) AS `consumed_before`
+        ON `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
+        AND `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
+        AND `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
+    WHERE
+        `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'u'
 ),
 
--- transform 4 (invoices.yml:36): stateless Invoices
+-- transform 4 (invoices.yml:36): stateless Invoices, one event per pending record
+-- where: value.op = 'd'
 rule_4 as (
-    {% call zync_stateless(
-        input='invoices',
-        where="`value`.`op` = 'd'",
-        after=['rule_1', 'rule_3']
-    ) -%}
-        `in_record`.`key` as `key`,
-        null as `value__ID`,
-        null as `value__customer`,
-        null as `value__item`,
-        null as `value__invoice_status`,
-        cast(null as array<string>) as `fields`
-    {%- endcall %}
+    SELECT
+        ARRAY({{ zync_coordinates('in_record') }}) AS `consumed`,
+        {{ zync_ordering('in_record') }} AS `ordering`,
+        `in_record`.`key` AS `key`,
+        NULL AS `value__ID`,
+        NULL AS `value__customer`,
+        NULL AS `value__item`,
+        NULL AS `value__invoice_status`,
+        CAST(NULL AS ARRAY<STRING>) AS `fields`
+    FROM `invoices` AS `in_record`
+    LEFT ANTI JOIN (
+        SELECT
+            EXPLODE(`consumed`) AS `record`
+        FROM `rule_1`
+        UNION ALL
+        SELECT
+            EXPLODE(`consumed`) AS `record`
+        FROM `rule_3`
+    ) AS `consumed_before`
+        ON `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
+        AND `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
+        AND `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
+    WHERE
+        `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'd'
 ),
 
+-- every transformation event of this run, one row each
 events as (
-    select * from rule_1
-    union all
-    select * from rule_2
-    union all
-    select * from rule_3
-    union all
-    select * from rule_4
-)
+    SELECT
+        *
+    FROM `rule_1`
+    UNION ALL
+    SELECT
+        *
+    FROM `rule_2`
+    UNION ALL
+    SELECT
+        *
+    FROM `rule_3`
+    UNION ALL
+    SELECT
+        *
+    FROM `rule_4`
+),
 
+-- whether some rule could ever take each pending Invoices record: one none can (a tombstone, an op
+-- no `where` admits, a null join key) is done at once as `skipped`, not left to hold back its key
+invoices_takeable as (
+    SELECT
+        `in_record`.*,
+        COALESCE(
+            (
+                `value`.`op` IN ('c', 'r') AND NOT `in_record`.`value`.`after`.`ID` IS NULL
+            )
+            OR `value`.`op` = 'u'
+            OR `value`.`op` = 'd',
+            FALSE
+        ) AS `zync_takeable`
+    FROM `invoices` AS `in_record`
+),
+
+-- whether some rule could ever take each pending InvoiceStatus record: one none can (a tombstone, an op
+-- no `where` admits, a null join key) is done at once as `skipped`, not left to hold back its key
+invoice_status_takeable as (
+    SELECT
+        `in_record`.*,
+        COALESCE(
+            (
+                `value`.`op` IN ('c', 'r')
+                AND NOT `in_record`.`value`.`after`.`InvoiceID` IS NULL
+            )
+            OR `value`.`op` = 'u',
+            FALSE
+        ) AS `zync_takeable`
+    FROM `invoice_status` AS `in_record`
+),
+
+-- per-key order, expiry, the cursors and output offsets: the rows this run appends
 {{ zync_output_rows(
     'events',
     inputs=[
-        {'cte': 'invoices', 'expire_after': none,
-         'takeable': "COALESCE(((`value`.`op` IN ('c', 'r')) AND (NOT `in_record`.`value`.`after`.`ID` IS NULL)) OR (`value`.`op` = 'u') OR (`value`.`op` = 'd'), FALSE)"},
-        {'cte': 'invoice_status', 'expire_after': none,
-         'takeable': "COALESCE(((`value`.`op` IN ('c', 'r')) AND (NOT `in_record`.`value`.`after`.`InvoiceID` IS NULL)) OR (`value`.`op` = 'u'), FALSE)"}
+        {'cte': 'invoices_takeable', 'expire_after': none},
+        {'cte': 'invoice_status_takeable', 'expire_after': none}
     ],
     output_topic='NewInvoices',
     value_fields=['ID', 'customer', 'item', 'invoice_status'],
     state=zync,
 ) }}
+
+-- out rows (key, value, the fields they carry), done rows (status) and cursor rows
+SELECT
+    `kafka`,
+    `kind`,
+    `key`,
+    CASE
+        WHEN NOT `fields` IS NULL
+        THEN NAMED_STRUCT(
+            'ID',
+            `value__ID`,
+            'customer',
+            `value__customer`,
+            'item',
+            `value__item`,
+            'invoice_status',
+            `value__invoice_status`
+        )
+    END AS `value`,
+    `fields`,
+    `status`,
+    `run_id`
+FROM `zync_output_rows`
