@@ -177,7 +177,8 @@ def _write_kafka_config(service: Service) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         result = subprocess.run(
             [_java(), "-cp", str(local_dir() / "jars" / "kafka" / "*"), "kafka.tools.StorageTool",
-             "format", "-t", cluster_id, "-c", str(folder / "server.properties"),
+             # One argument: a random id may begin with "-", which the tool would read as an option.
+             "format", f"--cluster-id={cluster_id}", "-c", str(folder / "server.properties"),
              *local_security.scram_format_args(folder)],
             capture_output=True, text=True,
         )
