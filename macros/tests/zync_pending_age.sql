@@ -16,19 +16,7 @@
 {%- set minutes = warn_after_minutes if warn_after_minutes is not none
     else var('zync_pending_warn_after_minutes', 60) %}
 with pending as (
-    {%- for input in inputs %}
-    select
-        kafka.topic as input_topic,
-        kafka.partition as input_partition,
-        kafka.offset as input_offset,
-        kafka.timestamp as input_timestamp
-    from (
-        {{ zync_stored_pending(model, input['relation'], input['topic']) | indent(8) }}
-    ) as pending_records
-    {%- if not loop.last %}
-    union all
-    {%- endif %}
-    {%- endfor %}
+    {{ zync_test_input_records(inputs, pending_in=model) | indent(4) }}
 )
 
 select
