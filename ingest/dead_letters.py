@@ -30,10 +30,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.decode import Message, kafka_timestamp
-from ingest.table import RawTable, kafka_struct
+from ingest.table import RawTable
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCES
-from zync.tables import DEAD_LETTERS_SUFFIX
+from zync.tables import DEAD_LETTERS_SUFFIX, kafka_struct
 
 
 def check_tolerance(value: str, where: str) -> str:
