@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
+from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -67,7 +68,9 @@ def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataTyp
     Asked of spark-avro itself (the schema of a `from_avro` column, in the given or active
     session), so the raw tables' columns are what the decoder writes by construction.
     """
-    spark = spark or SparkSession.getActiveSession()
+    # The session of this thread, else the process's (a test's or dbt's, made on another thread).
+    spark = spark or SparkSession.getActiveSession() or (
+        SparkSession.builder.getOrCreate() if SparkContext._active_spark_context is not None else None)
     if spark is None:
         raise AvroTypeError("mapping Avro to Spark types needs a running Spark session (spark-avro maps them)")
     column = from_avro(F.lit(None).cast("binary"), json.dumps(avro_schema))
@@ -78,7 +81,7 @@ def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataTyp
         cause = e.java_exception if isinstance(e, Py4JJavaError) else getattr(e, "_origin", None)
         while cause is not None and cause.getCause() is not None:
             cause = cause.getCause()
-        text = str(cause.getMessage()) if cause is not None else str(e)
+        text = (str(cause.getMessage() or "") if cause is not None else str(e)).strip() or type(e).__name__
         raise AvroTypeError(f"spark-avro cannot map Avro schema {json.dumps(avro_schema)[:200]}: "
                             f"{text.splitlines()[0]}") from None
 

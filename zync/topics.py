@@ -7,7 +7,6 @@ import datetime as dt
 import decimal
 import json
 import sys
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path

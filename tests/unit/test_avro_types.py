@@ -41,7 +41,7 @@ def converted(schema, datum):
     return value_converter(schema)(roundtrip(schema, datum))
 
 
-@pytest.mark.parametrize("avro, spark, datum, value", [
+@pytest.mark.parametrize("avro, expected, datum, value", [
     ("boolean", T.BooleanType(), True, True),
     ("int", T.IntegerType(), -7, -7),
     ("long", T.LongType(), 2**40, 2**40),
@@ -50,8 +50,8 @@ def converted(schema, datum):
     ("string", T.StringType(), "héllo", "héllo"),
     ("bytes", T.BinaryType(), b"\x00\xff", b"\x00\xff"),
 ], ids=lambda x: str(x)[:20])
-def test_primitives(avro, spark, datum, value):
-    assert spark_type(avro) == spark
+def test_primitives(avro, expected, datum, value):
+    assert spark_type(avro) == expected
     assert converted(avro, datum) == value
 
 
