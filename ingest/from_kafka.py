@@ -133,16 +133,13 @@ class Ingest:
             self.progress.log("start", topic=topic, table=state.table.label, partitions=len(self.partitions[topic]),
                               resume_offsets=resume, reader=self.reader)
         self._resumed = True
-        spark_reader = self._spark_reader() if self.reader == "spark" else None
-        readers: list[Reader] = [r for r in (spark_reader, self.consumer) if r is not None]
+        reader: Reader = (self._spark_reader() if self.reader == "spark" else None) or self.consumer
         self.committer.start()
         try:
-            for reader in readers:
-                try:
-                    reader.read(exit_after)
-                    break
-                except SparkCannotRead:
-                    continue  # logged where it was decided: the next reader (the consumer) reads the rest
+            try:
+                reader.read(exit_after)
+            except SparkCannotRead:  # logged where ingest/fallback.py decided it
+                self.consumer.read(exit_after)
         finally:
             self.committer.close()
         total = sum(s.committed for s in self.states.values()) - committed_before
