@@ -20,11 +20,12 @@ from pathlib import Path
 
 from zync import kafka_client
 from zync.config import Target
+from zync.envelope import check_envelope
 from zync.errors import ZyncError
 from zync.progress import Progress
 from zync.shaper import EGRESS, Shaper
 from zync.spark import spark_session
-from zync.tables import check_envelope, qualified
+from zync.tables import qualified
 from zync.wire import DecodeError, Registry
 
 from egress.delivery import DeliveryCheck, OffsetMismatchError, produce_batch

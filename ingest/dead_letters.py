@@ -31,9 +31,10 @@ from pyspark.sql import types as T
 
 from ingest.decode import Message, kafka_timestamp
 from ingest.table import RawTable
+from zync.envelope import kafka_struct
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCES
-from zync.tables import DEAD_LETTERS_SUFFIX, kafka_struct
+from zync.tables import DEAD_LETTERS_SUFFIX
 
 
 def check_tolerance(value: str, where: str) -> str:

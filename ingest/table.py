@@ -26,8 +26,8 @@ from pyspark.sql import types as T
 
 from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
+from zync.envelope import check_envelope
 from zync.errors import ZyncError
-from zync.tables import check_envelope
 
 TXN_APP_ID = "zync-from-kafka"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by

@@ -22,8 +22,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import types as T
 from sqlglot import expressions as exp
 
+from zync.envelope import kafka_struct
 from zync.errors import ZyncError
-from zync.tables import kafka_struct
 
 VIEW = "batch"
 # Clauses that add, drop or merge rows.

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import types as T
 
 from ingest.table import ConcurrentIngestError, RawTable
-from zync.tables import raw_row_schema as row_schema
+from zync.envelope import raw_row_schema as row_schema
 from tests.ingest.conftest import ZyncProcess, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 
