@@ -11,8 +11,6 @@ measures in the same run:
   (identical runs vary by a fifth on this shared machine);
 - zync from-kafka with the Python consumer reading (--reader python, JVM decoding: the
   default until the Spark reader), batch 250k;
-- zync from-kafka with Python decoding (fastavro + createDataFrame), on the first
-  --python-records messages (it is slower; the rate is what counts);
 - the anchor: Spark Structured Streaming (spark-sql-kafka + spark-avro, from_avro,
   trigger(availableNow=True)) into Delta;
 - with --target cluster, also zync's default as an application of a local standalone cluster
@@ -151,7 +149,7 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: int, reader: str = "spark",
+def zync_ingest(topic: str, name: str, batch_size: int, expect: int, reader: str = "spark",
                 target: str = "local") -> dict:
     location = OUT / "tables" / name
     shutil.rmtree(location, ignore_errors=True)
@@ -160,7 +158,7 @@ def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: in
     log = OUT / f"{name}.log"
     env = {**os.environ, "ZYNC_STATE_DIR": str(state)}
     args = [str(ROOT / ".venv/bin/zync"), "from-kafka", "--target", target, "--topic", topic, "--location", str(location),
-            "--batch-size", str(batch_size), "--decoder", decoder, "--reader", reader, "--exit-after", "3s"]
+            "--batch-size", str(batch_size), "--reader", reader, "--exit-after", "3s"]
     peak = 0
     began = time.monotonic()
     with open(log, "w") as err:
@@ -179,7 +177,7 @@ def zync_ingest(topic: str, name: str, batch_size: int, decoder: str, expect: in
     seconds = commits[-1]["ts"] - start
     check_ms = [e.get("check_ms", 0) for e in commits]
     return {"records": records, "seconds": seconds, "records_per_s": records / seconds, "commits": len(commits),
-            "batch_size": batch_size, "decoder": decoder, "reader": reader, "target": target,
+            "batch_size": batch_size, "reader": reader, "target": target,
             "whole_command_s": time_of_command, "peak_rss_mb": peak / 2**20,
             "conflict_check_ms_per_commit": sum(check_ms) / len(check_ms)}
 
@@ -216,7 +214,6 @@ def _best(runs: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--python-records", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of zync's default and of the anchor, alternating; each keeps its best")
@@ -233,11 +230,10 @@ def main() -> None:
     for line in services.up(target, cluster=args.target == "cluster"):
         print(line)
     try:
-        topic, small = f"bench_ingest_{args.records}", f"bench_ingest_{args.python_records}"
+        topic = f"bench_ingest_{args.records}"
         results = {"machine": f"{os.cpu_count()} cores, shared with other jobs (load avg {os.getloadavg()[0]:.1f})",
                    "topic": {"name": topic, "partitions": args.partitions, **build_topic(
                        target, topic, args.records, args.partitions)}}
-        build_topic(target, small, args.python_records, args.partitions)
         print(f"topic {topic}: {args.records:,} events ready", flush=True)
         results["ceiling_confluent_kafka_consume"] = ceiling(target, topic, args.records)
         print("ceiling", results["ceiling_confluent_kafka_consume"], flush=True)
@@ -245,10 +241,10 @@ def main() -> None:
         # alternate --repeat times and each keeps its best run, with every run's time listed.
         zync_runs, anchor_runs, cluster_runs = [], [], []
         for attempt in range(args.repeat):
-            zync_runs.append(zync_ingest(topic, "zync-spark-1m", 1_000_000, "jvm", args.records))
+            zync_runs.append(zync_ingest(topic, "zync-spark-1m", 1_000_000, args.records))
             print(f"zync spark reader 1M, run {attempt + 1}", zync_runs[-1], flush=True)
             if args.target == "cluster":
-                cluster_runs.append(zync_ingest(topic, "zync-cluster-1m", 1_000_000, "jvm", args.records,
+                cluster_runs.append(zync_ingest(topic, "zync-cluster-1m", 1_000_000, args.records,
                                                 target="cluster"))
                 print(f"zync on the local cluster 1M, run {attempt + 1}", cluster_runs[-1], flush=True)
             anchor_runs.append(anchor(target, topic, args.records))
@@ -257,14 +253,11 @@ def main() -> None:
         results["anchor_structured_streaming"] = _best(anchor_runs)
         if cluster_runs:
             results["zync_cluster_1m"] = _best(cluster_runs)
-        results["zync_spark_reader_250k"] = zync_ingest(topic, "zync-spark-250k", 250_000, "jvm", args.records)
+        results["zync_spark_reader_250k"] = zync_ingest(topic, "zync-spark-250k", 250_000, args.records)
         print("zync spark reader 250k", results["zync_spark_reader_250k"], flush=True)
-        results["zync_consumer_jvm_250k"] = zync_ingest(topic, "zync-consumer-250k", 250_000, "jvm", args.records,
+        results["zync_consumer_jvm_250k"] = zync_ingest(topic, "zync-consumer-250k", 250_000, args.records,
                                                         reader="python")
         print("zync consumer reader, jvm decode 250k", results["zync_consumer_jvm_250k"], flush=True)
-        results["zync_python_batch_100k"] = zync_ingest(small, "zync-python", 100_000, "python",
-                                                        args.python_records, reader="python")
-        print("zync python", results["zync_python_batch_100k"], flush=True)
         results["load_avg_at_end"] = os.getloadavg()[0]
     finally:
         if not args.keep_services:
@@ -274,8 +267,7 @@ def main() -> None:
             ("zync from-kafka, spark reader, batch 1M (default)", results["zync_spark_reader_1m"]),
             ("zync from-kafka, spark reader, batch 250k", results["zync_spark_reader_250k"]),
             ("zync from-kafka, consumer + jvm decode, 250k", results["zync_consumer_jvm_250k"]),
-            ("anchor: Structured Streaming availableNow", results["anchor_structured_streaming"]),
-            (f"zync from-kafka, python decode ({args.python_records:,})", results["zync_python_batch_100k"])]
+            ("anchor: Structured Streaming availableNow", results["anchor_structured_streaming"])]
     if "zync_cluster_1m" in results:
         rows.insert(2, ("zync from-kafka on the local cluster, batch 1M", results["zync_cluster_1m"]))
     print(f"\n{results['machine']}")

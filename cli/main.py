@@ -69,7 +69,7 @@ def cmd_from_kafka(args: argparse.Namespace) -> None:
     from ingest.from_kafka import Ingest
 
     ingest = Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper, batch_size=args.batch_size,
-                    max_interval=args.max_interval, location=args.location, decoder=args.decoder,
+                    max_interval=args.max_interval, location=args.location,
                     reader=args.reader, errors_tolerance=args.errors_tolerance)
     if args.replay_dead_letters:
         _, still = ingest.replay_dead_letters()
@@ -206,10 +206,7 @@ def parser() -> argparse.ArgumentParser:
                    help="commit what was read at least this often (default 5s)")
     p.add_argument("--reader", choices=["spark", "python"], default="spark",
                    help="who reads Kafka: Spark's Kafka source, batch by batch (default, faster), or "
-                        "the Python consumer (confluent-kafka), message by message")
-    p.add_argument("--decoder", choices=["jvm", "python"], default="jvm",
-                   help="decode Avro in Spark (from_avro, default, faster) or in Python (fastavro, "
-                        "which implies --reader python)")
+                        "the Python consumer (confluent-kafka), message by message; Spark's from_avro decodes either way")
     p.add_argument("--errors-tolerance", choices=["none", "all"],
                    help="a message ingest cannot take (not Avro, unknown schema id, undecodable, an incompatible "
                         "schema): none stops at it, everything before it committed; all puts it in the table "

@@ -20,16 +20,17 @@ from pathlib import Path
 
 from zync import kafka_client
 from zync.config import Target
+from zync.envelope import check_envelope
 from zync.errors import ZyncError
 from zync.progress import Progress
+from zync.shaper import EGRESS, Shaper
 from zync.spark import spark_session
-from zync.tables import check_envelope, qualified
+from zync.tables import qualified
 from zync.wire import DecodeError, Registry
 
 from egress.delivery import DeliveryCheck, OffsetMismatchError, produce_batch
 from egress.encode import key_column, value_column
 from egress.schemas import TopicSchemas
-from egress.shaper import apply_shaper
 from egress.stream import OffsetGapError, arrow_batches, in_offset_order, partitioned_by_offset
 
 __all__ = ["Egress", "OffsetMismatchError"]
@@ -66,10 +67,9 @@ class Egress:
         self.spark = spark_session(target)
         if not self.spark.catalog.tableExists(self.table.replace("`", "")):
             raise ZyncError(f"table {self.table} does not exist: run `dbt run` (or check --table)")
-        check_envelope(self.spark, self.table)
+        check_envelope(self.spark.table(self.table).schema, self.table, kind="output")
         self.topic = topic or self._only_topic()
-        self.shaper_sql = shaper.read_text() if shaper else None
-        self.shaper_name = str(shaper) if shaper else None
+        self.shaper = Shaper.load(shaper, EGRESS) if shaper else None
         self.schemas = TopicSchemas(Registry(target.schema_registry), self.topic)
         self._stop = threading.Event()
 
@@ -93,8 +93,8 @@ class Egress:
         from pyspark.sql import functions as F
 
         rows = self._out_rows().where((F.col("kafka.topic") == self.topic) & (F.col("kafka.offset") >= start))
-        if self.shaper_sql:
-            rows = apply_shaper(self.spark, rows, self.shaper_sql, self.shaper_name)
+        if self.shaper:
+            rows = self.shaper.apply(rows)
         return rows
 
     # --- one pass -----------------------------------------------------------
@@ -177,11 +177,11 @@ class Egress:
     def _not_contiguous(self, found: str) -> str:
         return (f"table {self.table} does not hold exactly one out row per offset of {self.topic} ({found}). "
                 "Output offsets must be contiguous from 0: "
-                + ("the shaper must keep every row and its kafka fields" if self.shaper_sql
+                + ("the shaper must keep every row and its kafka fields" if self.shaper
                    else "the table is damaged, or was written by something other than the ETL"))
 
     def _shaper_blame(self, what: str) -> str:
-        return (f"the shaper {self.shaper_name} {what}: egress needs each row's kafka fields as the table "
+        return (f"the shaper {self.shaper.name} {what}: egress needs each row's kafka fields as the table "
                 "has them (they are the output offsets)")
 
     def _batches(self, encoded, pending: Pending):

@@ -30,7 +30,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.decode import Message, kafka_timestamp
-from ingest.table import RawTable, kafka_struct
+from ingest.table import RawTable
+from zync.envelope import kafka_struct
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCES
 from zync.tables import DEAD_LETTERS_SUFFIX

@@ -1,31 +1,30 @@
-"""Kafka messages of one batch -> a Spark DataFrame (kafka, key, value), decoded with their writer schemas.
+"""Messages the consumer read -> a Spark DataFrame (kafka, key, value), decoded in the JVM by spark-avro.
 
-Two decoders, both legitimate (bench/ingest_throughput.py measures them):
-- "jvm" (default, the faster): the raw bytes go to Spark as Arrow and Spark's
-  own `from_avro` decodes them, so the types are spark-avro's by construction;
-- "python": fastavro decodes, `value_converter` shapes each datum, and
-  `createDataFrame` builds the rows.
-Either way the frame is reshaped to the table's key/value types (`conform`),
-and a message that does not decode is reported with its coordinates.
+The raw bytes go to Spark as Arrow and Spark's own `from_avro` decodes them with
+each message's writer schema, so the values are spark-avro's, as on Spark's
+reader; each writer's columns are then reshaped to the table's key/value types
+(`conform`). A batch Spark cannot decode is searched with fastavro, message by
+message, for the first that does not decode (`locate_error`), so ingest can stop
+at its coordinates or dead-letter it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.avro.functions import from_avro
 
 from ingest.arrow_frame import frame_from_arrow
 from ingest.evolution import conform
-from ingest.table import row_schema
-from zync.avro_types import spark_type, value_converter
-from zync.wire import DecodeError, Registry
+from ingest.schemas import WriterSchemas
+from zync.wire import DecodeError, Registry, schema_id_of
 
-DECODERS = ("jvm", "python")
 MIN_PARTITION_ROWS = 10_000  # below this, one more Spark task costs more than it saves
 
 # The batch as it crosses to Spark: the payloads still Avro, decoded there by from_avro.
@@ -59,13 +58,40 @@ class Message:
     def where(self) -> str:
         return f"topic {self.topic} partition {self.partition} offset {self.offset}"
 
+    @classmethod
+    def of(cls, msg, keep_headers: bool) -> Message:
+        """A consumed message; DecodeError if a payload is not in the wire format."""
+        where = f"topic {msg.topic()} partition {msg.partition()} offset {msg.offset()}"
+        key, value = msg.key(), msg.value()
+        return cls(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1], key, value,
+                   schema_id_of(key, where + " key"), schema_id_of(value, where + " value"),
+                   _headers(msg, keep_headers))
+
+    @classmethod
+    def as_read(cls, msg, keep_headers: bool) -> Message:
+        """A message that cannot be taken, as it arrived: the schema ids its headers give, if any."""
+        ids = []
+        for part, data in (("key", msg.key()), ("value", msg.value())):
+            try:
+                ids.append(schema_id_of(data, part))
+            except DecodeError:
+                ids.append(None)
+        return cls(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1], msg.key(), msg.value(),
+                   ids[0], ids[1], _headers(msg, keep_headers))
+
+
+def _headers(msg, keep: bool) -> tuple[tuple[str, bytes | None], ...] | None:
+    """A message's headers, kept only where a dead letter may need them (errors.tolerance all)."""
+    headers = msg.headers() if keep else None
+    return tuple(headers) if headers else None
+
 
 @dataclass(frozen=True)
 class PreparedBatch:
-    """A batch's message indexes per (key, value) writer schema ids, and its raw Arrow batches (jvm)."""
+    """A batch's message indexes per (key, value) writer schema ids, and its raw Arrow batches."""
 
     groups: dict[tuple[int | None, int | None], list[int]]
-    arrow: list[pa.RecordBatch] | None
+    arrow: list[pa.RecordBatch]
 
 
 class BatchDecodeError(DecodeError):
@@ -77,20 +103,10 @@ class BatchDecodeError(DecodeError):
 
 
 class Decoder:
-    def __init__(self, spark, registry: Registry, kind: str = "jvm"):
-        if kind not in DECODERS:
-            raise ValueError(f"decoder is one of {DECODERS}")
+    def __init__(self, spark, registry: Registry, schemas: WriterSchemas):
         self.spark = spark
         self.registry = registry
-        self.kind = kind
-        self._converters: dict[int, Any] = {}
-        self._types: dict[int, T.DataType] = {}
-
-    def spark_type(self, schema_id: int) -> T.DataType:
-        found = self._types.get(schema_id)
-        if found is None:
-            found = self._types[schema_id] = spark_type(self.registry.schema(schema_id).schema)
-        return found
+        self.schemas = schemas
 
     def prepare(self, messages: Sequence[Message]) -> PreparedBatch:
         """The pure-Python half of a batch's frame, done by the consuming thread.
@@ -101,55 +117,19 @@ class Decoder:
         groups: dict[tuple[int | None, int | None], list[int]] = {}
         for i, m in enumerate(messages):
             groups.setdefault((m.key_schema_id, m.value_schema_id), []).append(i)
-        return PreparedBatch(groups, self._arrow(messages) if self.kind == "jvm" else None)
+        return PreparedBatch(groups, self._arrow(messages))
 
     def frame(self, messages: Sequence[Message], key_type: T.DataType, value_type: T.DataType,
               prepared: PreparedBatch | None = None):
         """The batch as kafka/key/value columns of the given (table) types."""
         prepared = prepared or self.prepare(messages)
-        groups = prepared.groups
-        if self.kind == "python":
-            frames = [self._python(messages, idx, ids, key_type, value_type) for ids, idx in groups.items()]
-        else:
-            base = self._raw(prepared.arrow)
-            frames = [self._jvm(base, ids, len(groups) > 1, key_type, value_type) for ids in groups]
+        base = self._raw(prepared.arrow)
+        several = len(prepared.groups) > 1
+        frames = [self._decoded(base, ids, several, key_type, value_type) for ids in prepared.groups]
         result = frames[0]
         for other in frames[1:]:
             result = result.unionByName(other)
         return result
-
-    # --- python --------------------------------------------------------------
-
-    def _convert(self, schema_id: int | None, data: bytes | None, where: str, index: int) -> Any:
-        if schema_id is None:
-            return None
-        try:
-            _, datum = self.registry.decode(data, where, record_names=True)
-        except DecodeError as e:
-            raise BatchDecodeError(index, str(e)) from None
-        convert = self._converters.get(schema_id)
-        if convert is None:
-            convert = self._converters[schema_id] = value_converter(self.registry.schema(schema_id).schema)
-        return convert(datum)
-
-    def _python(self, messages: Sequence[Message], indexes: list[int], ids: tuple[int | None, int | None],
-                key_type: T.DataType, value_type: T.DataType):
-        from pyspark.sql import functions as F
-
-        rows = []
-        for i in indexes:
-            m = messages[i]
-            rows.append(((m.topic, m.partition, m.offset, kafka_timestamp(m.timestamp_ms), m.key_schema_id,
-                          m.value_schema_id),
-                         self._convert(m.key_schema_id, m.key, m.where + " key", i),
-                         self._convert(m.value_schema_id, m.value, m.where + " value", i)))
-        source_key = self.spark_type(ids[0]) if ids[0] is not None else key_type
-        source_value = self.spark_type(ids[1]) if ids[1] is not None else value_type
-        frame = self.spark.createDataFrame(rows, row_schema(source_key, source_value), verifySchema=False)
-        return frame.select("kafka", conform(F.col("key"), source_key, key_type).alias("key"),
-                            conform(F.col("value"), source_value, value_type).alias("value"))
-
-    # --- jvm -----------------------------------------------------------------
 
     def _arrow(self, messages: Sequence[Message]) -> list[pa.RecordBatch]:
         # One Arrow batch (= one partition, one write task, one file) per core.
@@ -171,8 +151,6 @@ class Decoder:
         return batches
 
     def _raw(self, batches: list[pa.RecordBatch]):
-        from pyspark.sql import functions as F
-
         raw = frame_from_arrow(self.spark, batches, RAW_SCHEMA)
         return raw.select(
             F.struct(
@@ -181,11 +159,8 @@ class Decoder:
                 F.col("kid").alias("key_schema_id"), F.col("vid").alias("value_schema_id"),
             ).alias("kafka"), "kid", "vid", "k", "v")
 
-    def _jvm(self, base, ids: tuple[int | None, int | None], several: bool,
-             key_type: T.DataType, value_type: T.DataType):
-        from pyspark.sql import functions as F
-        from pyspark.sql.avro.functions import from_avro
-
+    def _decoded(self, base, ids: tuple[int | None, int | None], several: bool,
+                 key_type: T.DataType, value_type: T.DataType):
         frame = base
         if several:
             frame = frame.where(F.col("kid").eqNullSafe(F.lit(ids[0]).cast("int"))
@@ -194,9 +169,9 @@ class Decoder:
         def column(schema_id: int | None, raw: str, target: T.DataType):
             if schema_id is None:
                 return F.lit(None).cast(target)
-            text = json.dumps(self.registry.schema(schema_id).schema)
+            text = json.dumps(self.schemas.avro(schema_id))
             decoded = from_avro(F.expr(f"substring({raw}, 6)"), text, {"mode": "FAILFAST"})
-            return conform(decoded, self.spark_type(schema_id), target)
+            return conform(decoded, self.schemas.spark_type(schema_id), target)
 
         return frame.select("kafka", column(ids[0], "k", key_type).alias("key"),
                             column(ids[1], "v", value_type).alias("value"))
@@ -204,15 +179,15 @@ class Decoder:
     def locate_error(self, messages: Sequence[Message]) -> BatchDecodeError | None:
         """After Spark failed to decode a batch: the first message fastavro cannot decode either."""
         for i, m in enumerate(messages):
-            try:
-                self._convert(m.key_schema_id, m.key, m.where + " key", i)
-                self._convert(m.value_schema_id, m.value, m.where + " value", i)
-            except BatchDecodeError as e:
-                return e
+            for schema_id, data, part in ((m.key_schema_id, m.key, "key"), (m.value_schema_id, m.value, "value")):
+                if schema_id is None:
+                    continue
+                try:
+                    self.registry.decode(data, f"{m.where} {part}")
+                except DecodeError as e:
+                    return BatchDecodeError(i, str(e))
         return None
 
 
-def kafka_timestamp(ms: int):
-    import datetime as dt
-
+def kafka_timestamp(ms: int) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc) if ms and ms > 0 else None

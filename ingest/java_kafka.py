@@ -1,7 +1,7 @@
 """A target's librdkafka settings as options of Spark's Kafka source (the Java client).
 
 Profiles hold librdkafka properties (profiles/zync.yml), which the Python
-clients take as they are. When Spark reads Kafka itself (ingest/spark_read.py)
+clients take as they are. When Spark reads Kafka itself (ingest/spark_job.py)
 the same connection must be described to the Java client, whose names differ:
 SASL credentials become a JAAS line, PEM files become PEM stores.
 

@@ -13,21 +13,23 @@ Exactly once rests on two things Delta gives:
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ingest.evolution import Change
+from ingest.evolution import Change, conform
+from ingest.spark_errors import caused_by
+from zync.envelope import check_envelope
 from zync.errors import ZyncError
 
 TXN_APP_ID = "zync-from-kafka"
-ENVELOPE_FIELDS = ("topic", "partition", "offset")
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
 # kafka.* (the ETL cursor, mirrors) and perhaps by key; by default Delta would also
 # compute statistics on the first 32 leaf fields, mostly a Debezium `before` image no
@@ -46,39 +48,12 @@ WRITER_SCHEMAS_PROPERTY = "zync.writerSchemaIds"
 FIELD_DEFAULTS_PROPERTY = "zync.fieldDefaults"
 
 
+# What Delta throws when an idempotent write's txnVersion was committed by another writer meanwhile.
+CONCURRENT_TRANSACTION = "org.apache.spark.sql.delta.ConcurrentTransactionException"
+
+
 class ConcurrentIngestError(ZyncError):
     """Another process committed to the table this ingest writes."""
-
-
-def kafka_struct() -> T.StructType:
-    return T.StructType([
-        T.StructField("topic", T.StringType(), False),
-        T.StructField("partition", T.IntegerType(), False),
-        T.StructField("offset", T.LongType(), False),
-        T.StructField("timestamp", T.TimestampType(), True),
-        T.StructField("key_schema_id", T.IntegerType(), True),
-        T.StructField("value_schema_id", T.IntegerType(), True),
-    ])
-
-
-def row_schema(key: T.DataType, value: T.DataType) -> T.StructType:
-    return T.StructType([T.StructField("kafka", kafka_struct(), False),
-                         T.StructField("key", key, True), T.StructField("value", value, True)])
-
-
-def check_envelope(schema: T.StructType, table: str) -> None:
-    """Refuse a table whose rows are not keyed by Kafka coordinates (zync refuses such a pool)."""
-    first = schema.fields[0] if schema.fields else None
-    names = set(first.dataType.names) if first is not None and first.name == "kafka" and isinstance(
-        first.dataType, T.StructType) else set()
-    missing = [f for f in ENVELOPE_FIELDS if f not in names]
-    missing += [c for c in ("key", "value") if c not in schema.names]
-    if missing:
-        raise ZyncError(
-            f"table {table} is not a zync raw table: it needs a first column `kafka` struct<topic, partition, "
-            f"offset, ...> and columns `key` and `value` (missing: {', '.join(missing)}). "
-            "Ingest into a new table (--table NAME), or drop this one."
-        )
 
 
 @dataclass
@@ -219,9 +194,6 @@ class RawTable:
         if any(c.kind == "widen" for c in changes):
             # Delta 3.3 cannot widen int -> bigint in place (type widening does
             # byte/short -> int only), so the rows are rewritten in one commit.
-            from ingest.evolution import conform
-            from pyspark.sql import functions as F
-
             current = self.schema()
             frame = self.spark.table(self.sql_name)
             frame = frame.select(
@@ -321,7 +293,7 @@ class RawTable:
                 else:
                     writer.save(self.location)
         except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
-            if "ConcurrentTransactionException" in str(e) or "DELTA_CONCURRENT_TRANSACTION" in str(e):
+            if caused_by(e, CONCURRENT_TRANSACTION):
                 raise self._conflict(where, "it committed the same batch number first") from None
             if creating and self._created_meanwhile():
                 raise self._conflict(where, "it created the table first") from None

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from egress.to_kafka import Egress
-from ingest.from_kafka import Ingest
-from ingest.progress import IngestProgress
+from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import ConcurrentIngestError
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
@@ -250,7 +249,7 @@ class Service:
                 if job is None:
                     # The same errors.tolerance as `zync from-kafka` (the source's meta, from the same file).
                     job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
-                                                     progress=IngestProgress(quiet=True),
+                                                     progress=ingest_progress(quiet=True),
                                                      errors_tolerance=raw.errors_tolerance)
                 if not job.waiting(self.watcher):
                     continue

@@ -1,31 +1,35 @@
-"""Avro schemas <-> Spark SQL types, as spark-avro maps them, and the value converters.
+"""Avro schemas <-> Spark SQL types, and what spark-avro does not keep.
 
-Ingest decodes with fastavro and hands Spark Python values; egress turns Spark
-rows back into Avro datums with a schema derived from the row's fields.
+- Avro -> Spark: spark-avro's own mapping (`spark_type` asks it), as `from_avro` decodes;
+- what spark-avro drops and zync keeps beside a raw table: Kafka Connect's schema names
+  (`connect_names`) and the defaults of fields some writers lack (`field_defaults`);
+- Spark -> Avro for egress (`avro_schema_for_struct`): every field optional, Debezium's
+  name for microsecond timestamps;
+- `value_converter`: a fastavro datum as the Python value Spark takes for its type
+  (test fixtures build rows with it; ingest decodes in the JVM).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+from pyspark import SparkContext
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.avro.functions import from_avro
 
 
 class AvroTypeError(ValueError):
     """An Avro schema (or Spark type) with no counterpart on the other side."""
 
 
-_PRIMITIVES: dict[str, T.DataType] = {
-    "null": T.NullType(), "boolean": T.BooleanType(), "int": T.IntegerType(), "long": T.LongType(),
-    "float": T.FloatType(), "double": T.DoubleType(), "bytes": T.BinaryType(), "string": T.StringType(),
-}
-_LOGICAL: dict[str, T.DataType] = {
-    "date": T.DateType(), "timestamp-millis": T.TimestampType(), "timestamp-micros": T.TimestampType(),
-    "local-timestamp-millis": T.TimestampNTZType(), "local-timestamp-micros": T.TimestampNTZType(),
-    "uuid": T.StringType(), "time-millis": T.IntegerType(), "time-micros": T.LongType(),
-}
+_PRIMITIVE_NAMES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 
 
 def _full_name(schema: dict, namespace: str | None) -> str:
@@ -42,7 +46,7 @@ class _Resolver:
         self.in_progress: set[str] = set()
 
     def resolve(self, schema: Any, namespace: str | None) -> tuple[Any, str | None]:
-        if isinstance(schema, str) and schema not in _PRIMITIVES:
+        if isinstance(schema, str) and schema not in _PRIMITIVE_NAMES:
             for candidate in (schema, f"{namespace}.{schema}" if namespace else schema):
                 if candidate in self.in_progress:
                     raise AvroTypeError(f"recursive Avro type {schema!r}: Spark has no recursive types")
@@ -58,61 +62,28 @@ def _branches(schema: list) -> tuple[list, bool]:
     return non_null, len(non_null) != len(schema)
 
 
-def _spark(schema: Any, r: _Resolver, ns: str | None) -> T.DataType:
-    schema, ns = r.resolve(schema, ns)
-    if isinstance(schema, str):
-        return _PRIMITIVES[schema]
-    if isinstance(schema, list):
-        branches, _ = _branches(schema)
-        resolved = [r.resolve(b, ns)[0] for b in branches]
-        kinds = {b if isinstance(b, str) else b.get("type") for b in resolved}
-        if len(branches) == 1:
-            return _spark(branches[0], r, ns)
-        if kinds <= {"int", "long"}:
-            return T.LongType()
-        if kinds <= {"float", "double"}:
-            return T.DoubleType()
-        return T.StructType([T.StructField(f"member{i}", _spark(b, r, ns), True) for i, b in enumerate(branches)])
-    if not isinstance(schema, dict) or "type" not in schema:
-        raise AvroTypeError(f"not an Avro schema: {schema!r}")
-    kind, logical = schema["type"], schema.get("logicalType")
-    if logical == "decimal" and kind in ("bytes", "fixed"):
-        if kind == "fixed":
-            r.named[_full_name(schema, ns)] = schema
-        return T.DecimalType(schema["precision"], schema.get("scale", 0))
-    if logical in _LOGICAL and isinstance(kind, str):
-        return _LOGICAL[logical]
-    if kind == "record" or kind == "error":
-        full = _full_name(schema, ns)
-        r.in_progress.add(full)
-        inner_ns = full.rpartition(".")[0] or None
-        fields = [T.StructField(f["name"], _spark(f["type"], r, inner_ns), spark_field_nullable(f["type"]))
-                  for f in schema["fields"]]
-        r.in_progress.discard(full)
-        r.named[full] = schema
-        return T.StructType(fields)
-    if kind == "enum":
-        r.named[_full_name(schema, ns)] = schema
-        return T.StringType()
-    if kind == "fixed":
-        r.named[_full_name(schema, ns)] = schema
-        return T.BinaryType()
-    if kind == "array":
-        return T.ArrayType(_spark(schema["items"], r, ns), spark_field_nullable(schema["items"]))
-    if kind == "map":
-        return T.MapType(T.StringType(), _spark(schema["values"], r, ns), spark_field_nullable(schema["values"]))
-    if isinstance(kind, (str, list, dict)) and kind != schema:
-        return _spark(kind, r, ns)
-    raise AvroTypeError(f"unknown Avro type {kind!r}")
+def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataType:
+    """The Spark type spark-avro gives an Avro schema: the type `from_avro` decodes it to.
 
-
-def spark_type(avro_schema: Any) -> T.DataType:
-    """The Spark type spark-avro gives an Avro schema."""
-    return _spark(avro_schema, _Resolver(), None)
-
-
-def spark_field_nullable(avro_schema: Any) -> bool:
-    return avro_schema == "null" or (isinstance(avro_schema, list) and "null" in avro_schema)
+    Asked of spark-avro itself (the schema of a `from_avro` column, in the given or active
+    session), so the raw tables' columns are what the decoder writes by construction.
+    """
+    # The session of this thread, else the process's (a test's or dbt's, made on another thread).
+    spark = spark or SparkSession.getActiveSession() or (
+        SparkSession.builder.getOrCreate() if SparkContext._active_spark_context is not None else None)
+    if spark is None:
+        raise AvroTypeError("mapping Avro to Spark types needs a running Spark session (spark-avro maps them)")
+    column = from_avro(F.lit(None).cast("binary"), json.dumps(avro_schema))
+    try:
+        return spark.range(0).select(column.alias("t")).schema["t"].dataType
+    except (Py4JJavaError, PySparkException) as e:
+        # spark-avro's IncompatibleSchemaException (a recursive type, say) reaches Python as a Java error.
+        cause = e.java_exception if isinstance(e, Py4JJavaError) else getattr(e, "_origin", None)
+        while cause is not None and cause.getCause() is not None:
+            cause = cause.getCause()
+        text = (str(cause.getMessage() or "") if cause is not None else str(e)).strip() or type(e).__name__
+        raise AvroTypeError(f"spark-avro cannot map Avro schema {json.dumps(avro_schema)[:200]}: "
+                            f"{text.splitlines()[0]}") from None
 
 
 def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any] | None:
@@ -129,7 +100,6 @@ def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any
         kinds = [b if isinstance(b, str) else b.get("type") for b in resolved]
         if set(kinds) <= {"int", "long"} or set(kinds) <= {"float", "double"}:
             return None
-        member_types = [_spark(b, r, ns) for b in branches]
         converters = [_converter(b, r, ns) for b in branches]
         names = [_full_name(b, ns) if isinstance(b, dict) and b.get("type") in ("record", "error") else None
                  for b in resolved]
@@ -137,7 +107,7 @@ def _converter(schema: Any, r: _Resolver, ns: str | None) -> Callable[[Any], Any
         # (Registry.decode(record_names=True)); other branches are told by their
         # Python type, so int/long or float/double side by side with other types
         # take the first of the two (fastavro cannot tell them apart; JVM decoding can).
-        python_types = [_python_type(t) for t in member_types]
+        python_types = [_python_type(b) for b in resolved]
 
         def union(v: Any) -> Any:
             if v is None:
@@ -199,13 +169,20 @@ def _time_units(v: dt.time | int, micros_per_unit: int) -> int:
     return micros // micros_per_unit
 
 
-def _python_type(t: T.DataType) -> type | tuple[type, ...]:
-    return {
-        T.BooleanType: bool, T.IntegerType: int, T.LongType: int, T.FloatType: float, T.DoubleType: float,
-        T.StringType: str, T.BinaryType: (bytes, bytearray), T.DateType: dt.date,
-        T.TimestampType: dt.datetime, T.TimestampNTZType: dt.datetime, T.StructType: dict,
-        T.ArrayType: list, T.MapType: dict,
-    }.get(type(t), object)
+def _python_type(schema: Any) -> type | tuple[type, ...]:
+    """The Python type fastavro (through value_converter) gives a union branch, to tell branches apart."""
+    kind = schema if isinstance(schema, str) else schema.get("type")
+    logical = None if isinstance(schema, str) else schema.get("logicalType")
+    if logical == "decimal":
+        return object  # as Spark's DecimalType was: matches any value
+    by_logical = {"date": dt.date, "timestamp-millis": dt.datetime, "timestamp-micros": dt.datetime,
+                  "local-timestamp-millis": dt.datetime, "local-timestamp-micros": dt.datetime, "uuid": str,
+                  "time-millis": int, "time-micros": int}
+    if logical in by_logical:
+        return by_logical[logical]
+    return {"boolean": bool, "int": int, "long": int, "float": float, "double": float, "string": str,
+            "bytes": (bytes, bytearray), "fixed": (bytes, bytearray), "enum": str, "record": dict, "error": dict,
+            "array": list, "map": dict}.get(kind, object)
 
 
 def value_converter(avro_schema: Any) -> Callable[[Any], Any]:

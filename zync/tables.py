@@ -1,4 +1,4 @@
-"""Spark table names (one home for how zync names tables) and the envelope check shared by ingest and egress."""
+"""Spark table names: raw tables, dead-letter tables, qualified names (the envelope is in zync/envelope.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from zync.config import Target
 from zync.errors import ZyncError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+DEAD_LETTERS_SUFFIX = "__dead_letters"
 
 
 def snake(name: str) -> str:
@@ -32,22 +33,6 @@ def qualified(target: Target, name: str) -> str:
         raise ZyncError(f"{name!r} is not a table name (letters, digits and _, optionally database.table)")
     db, _, table = name.rpartition(".")
     return f"`{db or target.schema}`.`{table}`"
-
-
-def check_envelope(spark, table: str) -> None:
-    """Refuse a table whose rows are not keyed by Kafka coordinates (zync refuses such a pool)."""
-    fields = {f.name: f for f in spark.table(table).schema.fields}
-    kafka = fields.get("kafka")
-    names = {f.name for f in getattr(kafka, "dataType", None).fields} if kafka is not None and hasattr(kafka.dataType, "fields") else set()
-    missing = {"topic", "partition", "offset"} - names
-    if missing:
-        raise ZyncError(
-            f"table {table} is not a zync table: it needs a first column `kafka` struct with topic, partition "
-            f"and offset (missing: {', '.join(sorted(missing))}). Use a new table name, or drop this one."
-        )
-
-
-DEAD_LETTERS_SUFFIX = "__dead_letters"
 
 
 def dead_letter_table_name(raw_table: str) -> str:

@@ -7,7 +7,6 @@ import datetime as dt
 import decimal
 import json
 import sys
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicParti
 from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
+from zync.progress import CaughtUp
 from zync.schema_inference import infer_schema
 from zync.wire import Registry, encode
 
@@ -108,27 +108,25 @@ def consume(target: Target, topic: str, from_beginning: bool = False, exit_after
     parts = [partition] if partition is not None else kafka_client.partitions(target, topic)
     start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
     consumer.assign([TopicPartition(topic, p, start) for p in parts])
-    # The idle clock of --exit-after starts once the records that were already
-    # there at start have been read: a slow first fetch is not idleness.
-    behind = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    # --exit-after counts idle time once the records already there at the start are read.
+    marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
     if start == OFFSET_END:
-        behind = {}
+        marks = {}
     elif offset is not None:
-        behind = {p: h for p, h in behind.items() if h > offset}
-    behind = {p: h for p, h in behind.items() if h > 0}
-    seen, last_message = 0, time.monotonic()
+        marks = {p: h for p, h in marks.items() if h > offset}
+    caught_up = CaughtUp({(topic, p): h for p, h in marks.items() if h > 0})
+    seen = 0
     try:
         while max_records is None or seen < max_records:
             msg = consumer.poll(0.2)
             if msg is None:
-                if not behind and exit_after is not None and time.monotonic() - last_message >= exit_after:
+                if caught_up.done(exit_after):
                     return
                 continue
             if not kafka_client.is_record(target, msg):
                 continue
-            last_message = time.monotonic()
-            if msg.partition() in behind and msg.offset() + 1 >= behind[msg.partition()]:
-                del behind[msg.partition()]
+            caught_up.active()
+            caught_up.read_to(topic, msg.partition(), msg.offset() + 1)
             where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
             _, key = registry.decode(msg.key(), where + " key")
             _, value = registry.decode(msg.value(), where + " value")

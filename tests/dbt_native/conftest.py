@@ -49,7 +49,7 @@ def scratch_invoices(tmp_path_factory, spark, request) -> ScratchProject:
 
 def _kafka_type():
     """The raw tables' envelope, exactly as `zync from-kafka` writes it."""
-    from ingest.table import kafka_struct
+    from zync.envelope import kafka_struct
 
     return kafka_struct()
 

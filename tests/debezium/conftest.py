@@ -119,12 +119,12 @@ class Debezium:
     def ingest(self, topic: str, table: str, n: int, rounds: int = 5) -> int:
         """`zync from-kafka` in this process until the raw table has taken the topic's first n records."""
         from ingest.from_kafka import Ingest
-        from ingest.progress import IngestProgress
+        from ingest.from_kafka import ingest_progress
 
         landed = 0
         for _ in range(rounds):
             landed += Ingest(self.target, [topic], table=table,
-                             progress=IngestProgress(live=False, stream=sys.stderr)).run(exit_after=3.0)
+                             progress=ingest_progress(live=False, stream=sys.stderr)).run(exit_after=3.0)
             if landed >= n:
                 break
         return landed

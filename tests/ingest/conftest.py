@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from ingest.from_kafka import Ingest
-from ingest.progress import IngestProgress
+from ingest.from_kafka import Ingest, ingest_progress
 from zync import kafka_client
 from zync.wire import Registry, encode
 
@@ -68,7 +67,7 @@ def ingest(target, spark):
     """Run from-kafka in this process until the topic is idle; returns the number of records committed."""
 
     def run(topic: str, exit_after: float = 1.0, **options) -> int:
-        job = Ingest(target, [topic], progress=IngestProgress(live=False, stream=sys.stderr), **options)
+        job = Ingest(target, [topic], progress=ingest_progress(live=False, stream=sys.stderr), **options)
         total = job.run(exit_after=exit_after)
         if job.reader == "spark" and total:
             # Spark's reader is the default: a run that only ever fell back to the consumer is a bug.

@@ -13,8 +13,7 @@ import pytest
 
 from compiler.properties import render_sources
 from compiler.spec import load_transform
-from ingest.from_kafka import Ingest
-from ingest.progress import IngestProgress
+from ingest.from_kafka import Ingest, ingest_progress
 from tests.ingest.conftest import table_rows, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event, row
 from service import etl_status
@@ -29,7 +28,7 @@ def _event(i: int) -> dict:
 
 
 def _ingest(target, topic: str, **options) -> Ingest:
-    return Ingest(target, [topic], progress=IngestProgress(live=False, stream=sys.stderr), **options)
+    return Ingest(target, [topic], progress=ingest_progress(live=False, stream=sys.stderr), **options)
 
 
 def _offsets(spark, name: str) -> list[int]:

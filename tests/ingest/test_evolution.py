@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.from_kafka import IncompatibleChangeError
+from ingest.schemas import IncompatibleChangeError
 from tests.ingest.conftest import table_rows, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event, row
 from zync.tables import raw_table_name

@@ -15,7 +15,8 @@ from collections import Counter
 import pytest
 from pyspark.sql import types as T
 
-from ingest.table import ConcurrentIngestError, RawTable, row_schema
+from ingest.table import ConcurrentIngestError, RawTable
+from zync.envelope import raw_row_schema as row_schema
 from tests.ingest.conftest import ZyncProcess, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.shaper import ShaperError
+from zync.shaper import ShaperError
 from tests.ingest.conftest import table_rows, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 from zync.wire import DecodeError
@@ -51,9 +51,9 @@ def test_a_message_that_is_not_avro_stops_before_its_offset(producer, ingest, sp
     assert [r.kafka.offset for r in table_rows(spark, f"zync.{raw_table_name(topic)}")] == [0, 1]
 
 
-@pytest.mark.parametrize("decoder", ["jvm", "python"])
-def test_a_corrupt_avro_body_stops_before_its_offset(producer, ingest, spark, decoder):
-    topic = producer.topic(unique(f"corrupt_{decoder}"))
+@pytest.mark.parametrize("reader", ["spark", "python"])
+def test_a_corrupt_avro_body_stops_before_its_offset(producer, ingest, spark, reader):
+    topic = producer.topic(unique(f"corrupt_{reader}"))
     producer.send(topic, KEY, envelope(ROW_V1), _events(3))
     schema_id = producer.registry.register(f"{topic}-value", envelope(ROW_V1)).id
     key = producer.registry.register(f"{topic}-key", KEY)
@@ -63,5 +63,5 @@ def test_a_corrupt_avro_body_stops_before_its_offset(producer, ingest, spark, de
     producer.raw(topic, encode(key, {"id": 7}), b"\x00" + schema_id.to_bytes(4, "big") + b"\x02\x08")
     producer.send(topic, KEY, envelope(ROW_V1), _events(1))
     with pytest.raises(DecodeError, match=rf"topic {topic} partition 0 offset 3 value: cannot decode"):
-        ingest(topic, decoder=decoder)
+        ingest(topic, reader=reader)
     assert [r.kafka.offset for r in table_rows(spark, f"zync.{raw_table_name(topic)}")] == [0, 1, 2]

@@ -10,13 +10,13 @@ import datetime
 
 from pyspark.sql import types as T
 
-from ingest.table import row_schema
+from zync.envelope import raw_row_schema as row_schema
 
 SCHEMA = "zync"
 
 
 def raw_schema(extra_after_fields: tuple[str, ...] = ()) -> T.StructType:
-    """The raw table `zync from-kafka` writes for a Debezium topic keyed by {ID: int} (its envelope: ingest.table)."""
+    """The raw table `zync from-kafka` writes for a Debezium topic keyed by {ID: int} (its envelope: zync.envelope)."""
     after = T.StructType(
         [T.StructField("ID", T.IntegerType()), T.StructField("name", T.StringType())]
         + [T.StructField(f, T.StringType()) for f in extra_after_fields]

@@ -12,9 +12,9 @@ import datetime
 import pytest
 from pyspark.sql import types as T
 
-from ingest.table import row_schema
 from tests.mirrors.conftest import drop_tables, rows
 from tests.support.scratch import make_scratch_project
+from zync.envelope import raw_row_schema as row_schema
 
 TOPIC = "mir_Values"
 RAW = "mir_raw_values"

@@ -50,11 +50,11 @@ def reader(target):
 
 def test_a_topic_the_reader_may_not_read_fails_ingest_with_an_authorization_error(reader):
     from ingest.from_kafka import Ingest
-    from ingest.progress import IngestProgress
+    from ingest.from_kafka import ingest_progress
 
     started = time.monotonic()
     with pytest.raises(ZyncError, match=f"(?i)not authorized.*{NO_READ}|{NO_READ}.*not authorized") as error:
-        Ingest(reader, [NO_READ], progress=IngestProgress(live=False)).run(exit_after=1.0)
+        Ingest(reader, [NO_READ], progress=ingest_progress(live=False)).run(exit_after=1.0)
     assert time.monotonic() - started < PROMPTLY_S
     assert READER_PASSWORD not in str(error.value)
 

@@ -55,12 +55,12 @@ def test_a_client_certificate_opens_the_tls_listener(target):
 @pytest.mark.parametrize("name", ["local-sasl", "local-mtls"])
 def test_spark_reads_kafka_over_sasl_ssl_and_with_a_client_certificate(sasl_env, spark, name):
     from ingest.from_kafka import Ingest
-    from ingest.progress import IngestProgress
+    from ingest.from_kafka import ingest_progress
 
     secure = load_target(name)
     topic = f"security_ingest_{name.replace('-', '_')}"
     assert _round_trip(secure, topic)[1]["value"] is None
-    job = Ingest(secure, [topic], progress=IngestProgress(live=False))
+    job = Ingest(secure, [topic], progress=ingest_progress(live=False))
     assert job.run(exit_after=0.5) == 2
     # Spark's own Kafka client read the batch: the profile's SASL and TLS settings reached it.
     assert job.batches_read == {"spark": 1, "consumer": 0}

@@ -1,8 +1,10 @@
-"""Avro -> Spark types as spark-avro's SchemaConverters maps them, and fastavro datums -> Spark values.
+"""Avro -> Spark types as spark-avro maps them, and fastavro datums -> Spark values.
 
-Each case: the Avro schema, the Spark type spark-avro gives it, a datum as
-fastavro decodes it (Registry.decode(record_names=True)) and the Python value
-Spark takes for it.
+Each case: the Avro schema, the Spark type it must get (the types zync's own
+mapping gave before it asked spark-avro, so the raw tables' columns stay as they
+were), a datum as fastavro decodes it (Registry.decode(record_names=True)) and
+the Python value Spark takes for it. `spark_type` asks spark-avro in the test
+session's Spark.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ UTC = dt.timezone.utc
 
 
 def roundtrip(schema, datum):
-    """The datum as fastavro reads it back, the way ingest's Python decoder sees it."""
+    """The datum as fastavro reads it back (what value_converter is given)."""
     parsed = fastavro.parse_schema(schema)
     out = io.BytesIO()
     fastavro.schemaless_writer(out, parsed, datum)
@@ -30,11 +32,16 @@ def roundtrip(schema, datum):
                                       return_record_name=True, return_record_name_override=True)
 
 
+@pytest.fixture(autouse=True)
+def _spark_avro(spark):
+    """spark_type asks spark-avro, in the session's Spark."""
+
+
 def converted(schema, datum):
     return value_converter(schema)(roundtrip(schema, datum))
 
 
-@pytest.mark.parametrize("avro, spark, datum, value", [
+@pytest.mark.parametrize("avro, expected, datum, value", [
     ("boolean", T.BooleanType(), True, True),
     ("int", T.IntegerType(), -7, -7),
     ("long", T.LongType(), 2**40, 2**40),
@@ -43,8 +50,8 @@ def converted(schema, datum):
     ("string", T.StringType(), "héllo", "héllo"),
     ("bytes", T.BinaryType(), b"\x00\xff", b"\x00\xff"),
 ], ids=lambda x: str(x)[:20])
-def test_primitives(avro, spark, datum, value):
-    assert spark_type(avro) == spark
+def test_primitives(avro, expected, datum, value):
+    assert spark_type(avro) == expected
     assert converted(avro, datum) == value
 
 

@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import types as T
 
 from ingest.evolution import Change, IncompatibleSchemaError, merge
-from ingest.shaper import ShaperError, check_shaper
+from zync.shaper import ShaperError, check_shaper
 
 
 def struct(*fields):

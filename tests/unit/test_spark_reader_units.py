@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ingest.java_kafka import NoJavaEquivalent, java_kafka_options
-from ingest.spark_read import plan
+from ingest.spark_job import plan
 
 
 def test_a_batch_reads_from_the_next_offset_to_the_high_water_mark():

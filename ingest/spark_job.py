@@ -1,4 +1,4 @@
-"""Spark reads a batch's offsets from Kafka itself (spark-sql-kafka) and decodes them with from_avro.
+"""The Spark job of one batch: read its offsets from Kafka (spark-sql-kafka), decode them with from_avro.
 
 Why: on two cores, zync's Python consumer reading, parsing and shipping a
 million messages to Spark took a core's worth of time from Spark's decode and
@@ -14,14 +14,13 @@ point is still the table's own offsets. What a Spark job cannot do is stop
 schema id it was not given, a payload that is not wire format, corrupt Avro)
 fails the job through `raise_error` or from_avro's FAILFAST, and ingest runs
 that range through the Python consumer, which commits up to the message and
-stops with its coordinates.
+stops with its coordinates (ingest/fallback.py tells these failures apart).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -29,20 +28,11 @@ from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
 from ingest.evolution import conform
+from ingest.schemas import WriterType
 
-# The message raise_error gives a payload the job was not told how to decode; ingest
+# The message raise_error gives a payload the job was not told how to decode; ingest/fallback.py
 # recognises it (and from_avro's own failures) as "a message to find", not as a broken reader.
 UNDECODABLE = "zync: a message this batch cannot decode"
-MALFORMED_AVRO = "Malformed records are detected"  # from_avro's FAILFAST error (spark-avro 3.5)
-
-
-@dataclass(frozen=True)
-class WriterType:
-    """One writer schema the batch may meet: its id, its Avro JSON and its Spark type."""
-
-    schema_id: int
-    avro: object
-    spark_type: T.DataType
 
 
 def plan(positions: Mapping[int, int], low: Mapping[int, int], high: Mapping[int, int],
