@@ -5,7 +5,9 @@
   `zync_final`: one row per pending record with the event that wants it
   (ordering, key, value__*, fields), `kept_by` (the ordering of the event
   that consumes it in this run, or null), `is_out` (it drives a kept event)
-  and `expirable`.
+  and `expirable`. broadcast_claims: join the events' claims to the
+  records as a broadcast, so records in one partition stay in it (a small
+  run, zync_small_run).
 
   It works on one row per record, as a chain of windows: Spark inlines a CTE
   at every use, so joins back to `events` would multiply the plan.
@@ -23,7 +25,7 @@
     earlier record of its key that could still be taken, which can never
     break the order; the rest waits for the next run.
 #}
-{% macro zync_keep_key_order(events, records, rounds=1) -%}
+{% macro zync_keep_key_order(events, records, rounds=1, broadcast_claims=false) -%}
 {%- set never = "named_struct('offset', 9223372036854775807, 'topic', '', 'partition', 0)" -%}
 zync_claims as (
     select claimed.topic as claimed_topic, claimed.partition as claimed_partition, claimed.offset as claimed_offset, event.*
@@ -34,7 +36,7 @@ zync_claims as (
 zync_rows_0 as (
     select *, ordering as claimed_by_0, min(is_head) over (partition by ordering) as all_heads
     from (
-        select
+        select {% if broadcast_claims %}/*+ BROADCAST(claim) */{% endif %}
             record.*,
             claim.*,
             -- no earlier record of its key that could still be taken

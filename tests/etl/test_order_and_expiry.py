@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.etl.scratch import append_raw, drop_tables, raw_row
 
@@ -48,6 +49,24 @@ def B(offset, key, op, ref, name, **kw):
     return raw_row("etlcOrdB", offset, key, op, id=key, ref=ref, name=name, **kw)
 
 
+@pytest.fixture(params=["one task", "parallel"])
+def project(request, project):
+    """The scratch project, its runs planned as a small run (one task, macros/etl/zync_output_rows.sql's
+    zync_small_run) or as a large one (var zync_one_task_below: 0): per-key order must decide the same."""
+
+    def make(transforms: dict[str, str], **options):
+        made = project(transforms, **options)
+        if request.param == "parallel":
+            settings = made.path / "dbt_project.yml"
+            loaded = yaml.safe_load(settings.read_text())
+            loaded["vars"]["zync_one_task_below"] = 0
+            settings.write_text(yaml.safe_dump(loaded, sort_keys=False))
+        made.plan = request.param
+        return made
+
+    return make
+
+
 @pytest.fixture
 def tables(spark):
     drop_tables(spark, RAW_A, RAW_B, OUT, f"{OUT}__pending")
@@ -64,6 +83,18 @@ def outs(p) -> list[tuple]:
 
 def done(p) -> dict[tuple[str, int], str]:
     return {(r.kafka.topic, r.kafka.offset): r.status for r in p.rows(OUT, "kind = 'done'")}
+
+
+def test_a_small_run_is_planned_in_one_task(tables, project, spark):
+    etl = project({"order.yml": transform()})
+    append_raw(spark, RAW_A, [A(0, 1, "c")])
+    append_raw(spark, RAW_B, [B(0, 50, "c", ref=1, name="new")])
+    etl.run(OUT)  # builds the table
+    append_raw(spark, RAW_A, [A(1, 1, "u")])
+    etl.run(OUT)  # adds to it: the INSERT, as dbt ran it, is in target/run
+    written = next((etl.path / "target" / "run").rglob(f"{OUT}.sql")).read_text()
+    assert ("COALESCE(1)" in written) == (etl.plan == "one task")
+    assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1})]
 
 
 def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spark):

@@ -1,0 +1,173 @@
+"""Where a busy `zync run` cycle's time goes, measured in-process.
+
+    .venv/bin/python bench/cycle_profile.py [--cycles 6] [--events 300] [--keep]
+
+One command, alone on the machine (its own state folder and ports). It builds
+the invoices project (bench/latency.py's stream shape), starts the service
+in this process, and for each cycle produces --events Debezium events, then
+runs one `Service.cycle()`: every stage's time, and every Spark SQL
+statement's (its first 100 characters, seconds), are printed; the slowest
+statements summed over the cycles last. The first cycle (JVM warm-up, the
+project's parse, the tables' creation) is reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.latency import Producer, invoice_round  # noqa: E402  (it sets the latency benchmark's ports: ours below)
+from tests.service.conftest import invoices_project  # noqa: E402
+
+STATE = ROOT / ".local" / "bench-cycle-state"
+PORTS = {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727"}
+os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local"})
+OUT = ROOT / "bench" / "out"
+
+
+class StatementClock:
+    """Times every SparkSession.sql call of this process (dbt-spark's session method goes through it)."""
+
+    def __init__(self, explain_to: Path | None = None):
+        from pyspark.sql import SparkSession
+
+        self.explain_to = explain_to  # where each output INSERT's text and physical plan go (numbered)
+        self.explained = 0
+
+        self.calls: list[tuple[str, float, str]] = []
+        original = SparkSession.sql
+
+        def timed(session, query, *args, **kwargs):
+            if self.explain_to and str(query).lstrip().startswith("/*") and "insert into" in str(query)[:1000]:
+                # EXPLAIN of an INSERT shows the write node alone: explain the query it writes
+                select = re.sub(r"^(/\*.*?\*/)?\s*insert into \S+", "", str(query), count=1, flags=re.S)
+                planning = time.perf_counter()
+                plan = original(session, "explain " + select).first()[0]
+                print(f"    (planning the INSERT's query, by EXPLAIN: {time.perf_counter() - planning:.2f} s)")
+                self.explained += 1
+                path = self.explain_to.with_name(f"{self.explain_to.stem}_{self.explained}{self.explain_to.suffix}")
+                path.write_text(str(query) + "\n\n" + plan)
+            first_stage = self._stages(session)
+            started = time.perf_counter()
+            try:
+                return original(session, query, *args, **kwargs)
+            finally:
+                seconds = time.perf_counter() - started
+                self.stage_seconds = 0.0
+                text = " ".join(str(query).split())
+                text = text[text.find("*/") + 3:] if text.startswith("/*") else text
+                self.calls.append((text[:100], seconds, self._stage_summary(session, first_stage)))
+
+        SparkSession.sql = timed
+
+    @staticmethod
+    def _stage_list(session):
+        """Every stage Spark's status store knows (the store is there with the UI off too)."""
+        gateway = session.sparkContext._gateway
+        no_quantiles = gateway.new_array(gateway.jvm.double, 0)
+        return session.sparkContext._jsc.sc().statusStore().stageList(None, False, False, no_quantiles, None)
+
+    def _stages(self, session) -> int:
+        """The highest stage id so far (-1: none)."""
+        stages = self._stage_list(session)
+        return max((stages.apply(i).stageId() for i in range(stages.size())), default=-1)
+
+    def _stage_summary(self, session, since: int) -> str:
+        """Stages run by the statement: how many, and the durations of the longest (ms, task count)."""
+        stages = self._stage_list(session)
+        found = []
+        for i in range(stages.size()):
+            stage = stages.apply(i)
+            if stage.stageId() <= since:
+                continue
+            submitted, completed = stage.submissionTime(), stage.completionTime()
+            if submitted.isDefined() and completed.isDefined():
+                found.append((completed.get().getTime() - submitted.get().getTime(), stage.numTasks()))
+        found.sort(reverse=True)
+        return (f"{len(found)} stages, {sum(ms for ms, _ in found)} ms: "
+                + " ".join(f"{ms}ms/{tasks}t" for ms, tasks in found[:8]))
+
+    def take(self) -> list[tuple[str, float]]:
+        calls, self.calls = self.calls, []
+        return calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cycles", type=int, default=6)
+    parser.add_argument("--events", type=int, default=300, help="events produced before each cycle")
+    parser.add_argument("--explain", action="store_true",
+                        help="write each output INSERT and its physical plan to bench/out/cycle_profile_insert_N.txt")
+    parser.add_argument("--keep", action="store_true", help="keep the services and state afterwards")
+    args = parser.parse_args()
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    from service.run import Service
+    from service.status import RunStatus
+    from zync import services
+    from zync.config import load_target
+
+    target = load_target("local")
+    services.down(target)
+    shutil.rmtree(STATE, ignore_errors=True)
+    services.up(target)
+    project = invoices_project(STATE / "projects", "Prof")
+    os.environ["ZYNC_PROJECT_DIR"] = str(project.path)
+    os.chdir(project.path)
+    clock = StatementClock(OUT / "cycle_profile_insert.txt" if args.explain else None)
+    producer = Producer(target, project)
+    invoice = 0
+    cycles = []
+    try:
+        with Service(target, select=project.name("new_invoices"), status=RunStatus(open(os.devnull, "w"), live=False),
+                     root=project.path) as service:
+            for n in range(args.cycles + 1):
+                sent = 0
+                while sent < args.events:
+                    for event in invoice_round(invoice):
+                        producer.produce(event)
+                        sent += 1
+                    invoice += 1
+                producer.producer.flush(30)
+                started = time.perf_counter()
+                reports = service.cycle()
+                while service.rerun:  # the held-back records' run, as zync run does it next
+                    reports += service.cycle()
+                total = time.perf_counter() - started
+                calls = clock.take()
+                cycle = {"cycle": n, "seconds": round(total, 2), "events": sent,
+                         "stages": [(r.stage, round(r.seconds, 2), r.records) for r in reports],
+                         "statements": len(calls), "sql_seconds": round(sum(c[1] for c in calls), 2),
+                         "calls": calls}
+                cycles.append(cycle)
+                print(f"cycle {n}{' (warm-up)' if n == 0 else ''}: {total:.2f} s, {sent} events; "
+                      + ", ".join(f"{s} {t:.2f}s/{r}" for s, t, r in cycle["stages"])
+                      + f"; {len(calls)} statements, {cycle['sql_seconds']:.2f} s in spark.sql", flush=True)
+                for text, seconds, stages in calls:
+                    if seconds >= 0.15:
+                        print(f"    {seconds:6.2f}  {text}\n            {stages}")
+    finally:
+        if not args.keep:
+            services.down(target)
+    totals: dict[str, list[float]] = defaultdict(list)
+    for cycle in cycles[1:]:
+        for text, seconds, _ in cycle["calls"]:
+            totals[text[:60]].append(seconds)
+    print("\nstatements over the warm cycles (sum, count, text):")
+    for text, times in sorted(totals.items(), key=lambda kv: -sum(kv[1]))[:15]:
+        print(f"  {sum(times):7.2f} s  {len(times):4d}x  {text}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "cycle_profile.json").write_text(json.dumps(cycles, indent=1))
+
+
+if __name__ == "__main__":
+    main()
