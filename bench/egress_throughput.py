@@ -170,7 +170,7 @@ def run_egress(batch_size: int) -> dict:
     summary = re.search(r"to-kafka: ([\d,]+) records .* in ([\d.]+)s", err)
     records, seconds = int(summary.group(1).replace(",", "")), float(summary.group(2))
     return {"records": records, "wall_seconds": wall, "records_per_s": records / wall, "summary_seconds": seconds,
-            "peak_rss_python_mb": rss.python_kb / 1024, "peak_rss_spark_jvm_mb": rss.jvm_kb / 1024,
+            "cpu_seconds": rss.cpu_s, "peak_rss_python_mb": rss.python_kb / 1024, "peak_rss_spark_jvm_mb": rss.jvm_kb / 1024,
             "batch_size": batch_size}
 
 
@@ -187,7 +187,7 @@ def run_anchor(round_no: int, expected: int) -> dict:
     written = kafka_client.high_water_marks(target, topic)[0]
     if written != expected:
         raise SystemExit(f"the anchor wrote {written:,} records to {topic}, not {expected:,}")
-    return {"records": written, "wall_seconds": wall, "records_per_s": written / wall,
+    return {"records": written, "wall_seconds": wall, "records_per_s": written / wall, "cpu_seconds": rss.cpu_s,
             "peak_rss_python_mb": rss.python_kb / 1024, "peak_rss_spark_jvm_mb": rss.jvm_kb / 1024}
 
 
@@ -287,7 +287,8 @@ def main() -> None:
     (out / "egress_throughput.json").write_text(json.dumps(result, indent=2))
 
     def times(rs: list[dict]) -> str:
-        return ", ".join(f"{r['wall_seconds']:.1f}" for r in rs)
+        return ", ".join(f"{r['wall_seconds']:.1f}" for r in rs) + "s; CPU " + ", ".join(
+            f"{r['cpu_seconds']:.0f}" for r in rs)
 
     def peak(rs: list[dict]) -> str:
         return (f"peak RSS Python {max(r['peak_rss_python_mb'] for r in rs):.0f} MB, "
@@ -298,7 +299,7 @@ def main() -> None:
     print(f"  zync to-kafka   {best_zync['records_per_s']:>10,.0f} records/s  best {best_zync['wall_seconds']:.1f}s "
           f"of {times(zync_runs)}s (zync's own summary: {best_zync['summary_seconds']:.1f}s); {peak(zync_runs)}")
     for run in by_batch_size:
-        print(f"  --batch-size {run['batch_size']:>9,}  {run['wall_seconds']:.1f}s; {peak([run])}")
+        print(f"  --batch-size {run['batch_size']:>9,}  {times([run])}s; {peak([run])}")
     if best_anchor is None:
         print(f"  (--zync-only: no anchor, no ceiling) table build {build_s:.0f}s")
         return
