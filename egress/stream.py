@@ -9,14 +9,17 @@ each partition is fetched by a job of its own, in partition order, the next
 one computed while Python produces this one (PySpark's toLocalIterator
 protocol over the query's Arrow batches).
 
-Why not one job that streams every partition (PySpark's collect-as-Arrow):
-Spark hands over whole partitions in the order their results reach the
-driver, which was far from the offset order (measured: partitions
-0, 5, 7, 6, 9, 2, 8, 1, 3, 4 of a 1,000,000-row pass), so Python had to hold
-every partition that overtook an earlier one: 610,000 of 1,000,000 rows at
-once, a peak that grew with the table. Fetched in order, Python holds one
-Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch rows) and the JVM
-at most two partitions, whatever the table's size.
+Why not one job that streams every partition (PySpark's collect-as-Arrow,
+as before): it hands partitions over in the order their results reach the
+driver, so Python had to hold every partition that overtook an earlier one
+and the JVM every finished one Python had not read yet. With the
+partitioning values hashed as INT instead of BIGINT (see
+partitioned_by_offset) the buckets also shared partitions out of order
+(measured, 1,000,000 rows at --batch-size 100,000: buckets arriving
+0, 5, 7, 6, 9, 2, 8, 1, 3, 4 and up to 610,000 rows held in Python; at 4,000,000
+rows a Python peak of 560 MB, JVM 2,319 MB). Fetched in order, Python holds
+one Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch rows, 10,000)
+and the JVM at most two partitions, whatever the table's size.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ def partitioned_by_offset(encoded, lo: int, hi: int, batch_size: int):
     partitions = max(1, ceil((hi - lo) / batch_size))
     bucket = F.floor((F.col("offset") - F.lit(lo)) / F.lit(batch_size))
     # bigint literals: F.lit of a small Python int is an INT, which Spark hashes differently
-    # (hashInt), so the buckets landed in scrambled, shared partitions, out of offset order.
+    # (hashInt), so the buckets landed in scrambled, shared partitions, out of offset order; an
+    # Arrow batch could then span two buckets, refused as a gap (--batch-size 25000 at 1,000,000 rows).
     landing = F.element_at(F.array(*[F.lit(v).cast("bigint") for v in _hashing_to_own_index(partitions)]),
                            (bucket + 1).cast("int"))
     return (encoded.where((F.col("offset") >= lo) & (F.col("offset") < hi))
