@@ -3,6 +3,7 @@
 One command, one run (its own state folder and ports; starts and stops its own services):
 
     .venv/bin/python bench/egress_throughput.py [--rows 1000000] [--batch-size 100000] [--repeat 3]
+        [--memory-batch-sizes 10000,25000] [--zync-only] [--keep] [--reuse]
 
 Ports: ZYNC_KAFKA_PORT, ZYNC_REGISTRY_PORT, ZYNC_CATALOG_PORT (defaults 24192,
 24181, 24527), so that several people's benchmarks can share a machine.
@@ -21,9 +22,13 @@ Ports: ZYNC_KAFKA_PORT, ZYNC_REGISTRY_PORT, ZYNC_CATALOG_PORT (defaults 24192,
    nothing; zync checks every delivered offset. Both are timed as whole
    processes (JVM start included), with the peak RSS of the Python process
    and of its Spark JVM;
-3. the ceiling: reads the exact bytes egress produced back into memory, then
+3. `--memory-batch-sizes`: `zync to-kafka` once more at each of these
+   batch sizes, for its peak RSS per batch size (the memory bound);
+4. the ceiling: reads the exact bytes egress produced back into memory, then
    confluent-kafka produces them to a fresh topic with the same producer
    settings (idempotent, acks=all, lz4), timed from first produce to flush.
+
+`--zync-only` leaves out the anchor and the ceiling (memory figures only).
 
 Figures go to stdout and bench/out/egress_throughput.json.
 """
@@ -165,7 +170,7 @@ def run_egress(batch_size: int) -> dict:
     summary = re.search(r"to-kafka: ([\d,]+) records .* in ([\d.]+)s", err)
     records, seconds = int(summary.group(1).replace(",", "")), float(summary.group(2))
     return {"records": records, "wall_seconds": wall, "records_per_s": records / wall, "summary_seconds": seconds,
-            "peak_rss_python_mb": rss.python_kb / 1024, "peak_rss_spark_jvm_mb": rss.jvm_kb / 1024,
+            "cpu_seconds": rss.cpu_s, "peak_rss_python_mb": rss.python_kb / 1024, "peak_rss_spark_jvm_mb": rss.jvm_kb / 1024,
             "batch_size": batch_size}
 
 
@@ -182,7 +187,7 @@ def run_anchor(round_no: int, expected: int) -> dict:
     written = kafka_client.high_water_marks(target, topic)[0]
     if written != expected:
         raise SystemExit(f"the anchor wrote {written:,} records to {topic}, not {expected:,}")
-    return {"records": written, "wall_seconds": wall, "records_per_s": written / wall,
+    return {"records": written, "wall_seconds": wall, "records_per_s": written / wall, "cpu_seconds": rss.cpu_s,
             "peak_rss_python_mb": rss.python_kb / 1024, "peak_rss_spark_jvm_mb": rss.jvm_kb / 1024}
 
 
@@ -228,6 +233,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--batch-size", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of zync and the anchor, alternating")
+    parser.add_argument("--memory-batch-sizes", default="",
+                        help="comma-separated batch sizes: one more zync run at each, for peak RSS per batch size")
+    parser.add_argument("--zync-only", action="store_true", help="no anchor, no ceiling: zync's own figures")
     parser.add_argument("--keep", action="store_true", help="leave the bench's services running")
     parser.add_argument("--reuse", action="store_true",
                         help="services and table already there (from --keep with the same --rows): skip both")
@@ -254,11 +262,14 @@ def main() -> None:
         for round_no in range(args.repeat):
             # Alternate which goes first, so that neither always meets a warmer page cache.
             order = ["zync", "anchor"] if round_no % 2 == 0 else ["anchor", "zync"]
+            if args.zync_only:
+                order = ["zync"]
             for which in order:
                 run = run_egress(args.batch_size) if which == "zync" else run_anchor(round_no, args.rows)
                 runs.append({"round": round_no, "which": which, **run})
                 print(f"  round {round_no + 1}: {which:<6} {run['wall_seconds']:6.1f}s", flush=True)
-        ceil = ceiling(args.rows)
+        by_batch_size = [run_egress(int(size)) for size in args.memory_batch_sizes.split(",") if size]
+        ceil = None if args.zync_only else ceiling(args.rows)
     finally:
         if not args.keep:
             subprocess.run([*ZYNC, "down"], env=ENV, cwd=ROOT, capture_output=True)
@@ -266,16 +277,18 @@ def main() -> None:
     zync_runs = [r for r in runs if r["which"] == "zync"]
     anchor_runs = [r for r in runs if r["which"] == "anchor"]
     best_zync = min(zync_runs, key=lambda r: r["wall_seconds"])
-    best_anchor = min(anchor_runs, key=lambda r: r["wall_seconds"])
+    best_anchor = min(anchor_runs, key=lambda r: r["wall_seconds"]) if anchor_runs else None
     result = {"rows": args.rows, "batch_size": args.batch_size, "build_seconds": build_s, "runs": runs,
-              "ceiling": ceil, "zync_vs_anchor": best_zync["wall_seconds"] / best_anchor["wall_seconds"],
+              "by_batch_size": by_batch_size, "ceiling": ceil,
+              "zync_vs_anchor": best_zync["wall_seconds"] / best_anchor["wall_seconds"] if best_anchor else None,
               "cpus": os.cpu_count(), "loadavg_at_end": load}
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
     (out / "egress_throughput.json").write_text(json.dumps(result, indent=2))
 
     def times(rs: list[dict]) -> str:
-        return ", ".join(f"{r['wall_seconds']:.1f}" for r in rs)
+        return ", ".join(f"{r['wall_seconds']:.1f}" for r in rs) + "s; CPU " + ", ".join(
+            f"{r['cpu_seconds']:.0f}" for r in rs)
 
     def peak(rs: list[dict]) -> str:
         return (f"peak RSS Python {max(r['peak_rss_python_mb'] for r in rs):.0f} MB, "
@@ -285,6 +298,11 @@ def main() -> None:
           f"load average {load[0]:.1f} at the end, {os.cpu_count()} cores; whole processes, JVM start included")
     print(f"  zync to-kafka   {best_zync['records_per_s']:>10,.0f} records/s  best {best_zync['wall_seconds']:.1f}s "
           f"of {times(zync_runs)}s (zync's own summary: {best_zync['summary_seconds']:.1f}s); {peak(zync_runs)}")
+    for run in by_batch_size:
+        print(f"  --batch-size {run['batch_size']:>9,}  {times([run])}s; {peak([run])}")
+    if best_anchor is None:
+        print(f"  (--zync-only: no anchor, no ceiling) table build {build_s:.0f}s")
+        return
     print(f"  anchor          {best_anchor['records_per_s']:>10,.0f} records/s  best {best_anchor['wall_seconds']:.1f}s "
           f"of {times(anchor_runs)}s (Spark: to_avro + header, write.format(\"kafka\")); {peak(anchor_runs)}")
     print(f"  ceiling         {ceil['records_per_s']:>10,.0f} records/s  (confluent-kafka producing the same "

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 class PeakRss:
@@ -13,6 +16,7 @@ class PeakRss:
         self.pid = pid
         self.python_kb = 0
         self.jvm_kb = 0
+        self._cpu_ticks: dict[int, int] = {}  # pid -> its last seen user + system time
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -26,6 +30,22 @@ class PeakRss:
         except OSError:
             pass
         return 0
+
+    @staticmethod
+    def _cpu_of(pid: int) -> int | None:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        except (OSError, IndexError, ValueError):
+            return None
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of the process and its descendants, as last sampled (up to 0.25 s before each ended).
+
+        Less bent than wall time by other work on a shared machine.
+        """
+        return sum(self._cpu_ticks.values()) / TICKS_PER_S
 
     def _descendants(self) -> list[int]:
         children: dict[int, list[int]] = {}
@@ -45,8 +65,13 @@ class PeakRss:
     def _run(self) -> None:
         while not self._stop.wait(0.25):
             self.python_kb = max(self.python_kb, self._rss_kb(self.pid))
-            jvm = sum(self._rss_kb(p) for p in self._descendants())
+            descendants = self._descendants()
+            jvm = sum(self._rss_kb(p) for p in descendants)
             self.jvm_kb = max(self.jvm_kb, jvm)
+            for pid in (self.pid, *descendants):
+                ticks = self._cpu_of(pid)
+                if ticks is not None:
+                    self._cpu_ticks[pid] = ticks
 
     def stop(self) -> None:
         self._stop.set()

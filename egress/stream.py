@@ -1,15 +1,25 @@
-"""Encoded rows from Spark to Python as Arrow, streamed in offset order by one Spark job.
+"""Encoded rows from Spark to Python as Arrow, streamed in offset order, one partition at a time.
 
 A Spark query per batch of rows costs a second or more of planning (Delta
 snapshot, file skipping) however few rows it reads: at 100,000 rows a batch
-that fixed cost dominated egress. Instead one query covers the whole pass:
+that fixed cost dominated egress. Instead one query covers the whole pass,
 partitioned by offset into partitions of one batch each, sorted within
-them, collected through PySpark's Arrow socket and read as the batches
-arrive, while the producer sends the previous ones.
+them; its shuffle (where the rows are read and encoded) runs once, and then
+each partition is fetched by a job of its own, in partition order, the next
+one computed while Python produces this one (PySpark's toLocalIterator
+protocol over the query's Arrow batches).
 
-Spark returns whole partitions in the order they finish, which is almost
-the offset order; `in_offset_order` holds back a partition that overtook an
-earlier one until that one arrives.
+Why not one job that streams every partition (PySpark's collect-as-Arrow,
+as before): it hands partitions over in the order their results reach the
+driver, so Python had to hold every partition that overtook an earlier one
+and the JVM every finished one Python had not read yet. With the
+partitioning values hashed as INT instead of BIGINT (see
+partitioned_by_offset) the buckets also shared partitions out of order
+(measured, 1,000,000 rows at --batch-size 100,000: buckets arriving
+0, 5, 7, 6, 9, 2, 8, 1, 3, 4 and up to 610,000 rows held in Python; at 4,000,000
+rows a Python peak of 560 MB, JVM 2,319 MB). Fetched in order, Python holds
+one Arrow batch (spark.sql.execution.arrow.maxRecordsPerBatch rows, 10,000)
+and the JVM at most two partitions, whatever the table's size.
 """
 
 from __future__ import annotations
@@ -21,31 +31,29 @@ from zync.errors import ZyncError
 
 
 def arrow_batches(frame) -> Iterator:  # -> Iterator[pyarrow.RecordBatch]
-    """Every Arrow record batch of `frame`, in arrival order, as they arrive.
+    """Every Arrow record batch of `frame`, partition after partition in partition order.
 
-    The streaming counterpart of PySpark 3.5's private `DataFrame._collect_as_arrow`
-    (`toArrow` is public only from 4.0), which reads the same socket to the end
-    before returning anything.
+    PySpark 3.5 has no public per-partition Arrow iterator (`toArrow` is
+    public only from 4.0, and reads everything first), so this pairs the two
+    JVM pieces PySpark's own toLocalIterator and collect-as-Arrow are built
+    from: the query's RDD of Arrow IPC batches and the serving of an RDD one
+    partition per job, with the next partition prefetched.
     """
     import pyarrow as pa
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
-    from pyspark.rdd import _load_from_socket
-    from pyspark.sql.pandas.serializers import ArrowCollectSerializer
+    from pyspark.rdd import _local_iterator_from_socket
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.traceback_utils import SCCallSiteSync
 
-    with SCCallSiteSync(frame._sc):
-        port, auth_secret, server = frame._jdf.collectAsArrowToPython()
-    finished = False
-    try:
-        for item in _load_from_socket((port, auth_secret), ArrowCollectSerializer()):
-            if isinstance(item, pa.RecordBatch):
-                yield item
-            # The last item is the batches' partition order, which in_offset_order does not need.
-        finished = True
-    finally:
-        if finished:
-            with unwrap_spark_exception():
-                server.getResult()  # raises what failed in the JVM
+    # The RDD's items are Arrow IPC record batch messages without a schema: it is the frame's.
+    schema = to_arrow_schema(frame.schema)
+    with SCCallSiteSync(frame._sc), unwrap_spark_exception():
+        batches = frame._jdf.toArrowBatchRdd()  # runs the shuffle's map stage (reading, encoding)
+        served = frame._sc._jvm.PythonRDD.toLocalIteratorAndServe(batches, True)
+    with unwrap_spark_exception():  # a failed partition job is re-raised by the iterator
+        for message in _local_iterator_from_socket(served, NoOpSerializer()):
+            yield pa.ipc.read_record_batch(pa.py_buffer(message), schema)
 
 
 def partitioned_by_offset(encoded, lo: int, hi: int, batch_size: int):
@@ -61,7 +69,10 @@ def partitioned_by_offset(encoded, lo: int, hi: int, batch_size: int):
 
     partitions = max(1, ceil((hi - lo) / batch_size))
     bucket = F.floor((F.col("offset") - F.lit(lo)) / F.lit(batch_size))
-    landing = F.element_at(F.array(*[F.lit(v) for v in _hashing_to_own_index(partitions)]),
+    # bigint literals: F.lit of a small Python int is an INT, which Spark hashes differently
+    # (hashInt), so the buckets landed in scrambled, shared partitions, out of offset order; an
+    # Arrow batch could then span two buckets, refused as a gap (--batch-size 25000 at 1,000,000 rows).
+    landing = F.element_at(F.array(*[F.lit(v).cast("bigint") for v in _hashing_to_own_index(partitions)]),
                            (bucket + 1).cast("int"))
     return (encoded.where((F.col("offset") >= lo) & (F.col("offset") < hi))
             .repartition(partitions, landing.alias("zync_partition"))
@@ -118,17 +129,17 @@ class OffsetGapError(ZyncError):
 
 
 def in_offset_order(batches: Iterator, lo: int, hi: int) -> Iterator:
-    """Yield the batches so that their offsets run lo, lo+1, ..., hi-1 exactly.
+    """Pass the batches on, checking that their offsets run lo, lo+1, ..., hi-1 exactly.
 
-    Each batch must itself be a contiguous run of offsets (a range partition
-    sorted by offset is cut into such runs); a batch that starts past the next
-    expected offset waits for the ones before it. Anything else (a gap, a
-    repeat, offsets out of [lo, hi)) raises OffsetGapError.
+    Each batch must itself be a contiguous run of offsets, and it must start
+    where the one before it ended: partitions arrive in order (arrow_batches),
+    so a batch that starts late means the offsets between are missing. None
+    is held back, so memory stays one batch whatever the table. Anything but
+    one row per offset of [lo, hi) raises OffsetGapError.
     """
     import pyarrow.compute as pc
 
     expected = lo
-    waiting: dict[int, object] = {}
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -137,14 +148,11 @@ def in_offset_order(batches: Iterator, lo: int, hi: int) -> Iterator:
         if last - first + 1 != batch.num_rows or pc.any(pc.less_equal(
                 offsets.slice(1), offsets.slice(0, batch.num_rows - 1))).as_py():
             raise OffsetGapError(f"offsets {first}..{last} hold {batch.num_rows} rows: a gap or a repeat")
-        if first < expected or last >= hi or first in waiting:
+        if first < expected or last >= hi:
             raise OffsetGapError(f"offsets {first}..{last} repeat or fall outside {lo}..{hi - 1}")
-        waiting[first] = batch
-        while expected in waiting:
-            ready = waiting.pop(expected)
-            expected += ready.num_rows
-            yield ready
+        if first > expected:
+            raise OffsetGapError(f"no out row at offset {expected}")
+        expected = last + 1
+        yield batch
     if expected < hi:
         raise OffsetGapError(f"no out row at offset {expected}")
-    if waiting:
-        raise OffsetGapError(f"offsets from {min(waiting)} repeat earlier ones")

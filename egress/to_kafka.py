@@ -6,9 +6,10 @@ kafka.offset >= it, in order, with an idempotent producer and no transactions
 row's own offset; anything else means another writer, and egress stops.
 A restart resumes exactly where Kafka stands.
 
-The rows are encoded in the JVM (egress.encode) and streamed to Python as
-Arrow by one Spark job, in range partitions of about `batch_size` rows
-(egress.stream), so memory follows the batch size, not the table.
+The rows are encoded in the JVM (egress.encode) by one Spark query, in
+partitions of `batch_size` offsets, and streamed to Python as Arrow one
+partition after another in offset order (egress.stream), so memory follows
+the batch size, not the table.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ class Egress:
         count = 0
         batches = self._batches(encoded, pending)
         try:
-            # Spark computes the next batches while this thread produces the current one.
+            # Spark computes the next partition while this thread produces the current one.
             for batch in batches:
                 def shown(n: int, base: int = published + count, lo: int = pending.start + count) -> None:
                     progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")

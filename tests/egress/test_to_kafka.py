@@ -229,3 +229,23 @@ def test_partition_values_hash_as_sparks_own_hash_does(spark):
         landing = _hashing_to_own_index(partitions)
         assert [r[0] for r in spark.createDataFrame([(v,) for v in landing], "v bigint")
                 .select(F.pmod(F.hash("v"), F.lit(partitions))).collect()] == list(range(partitions))
+
+
+def test_each_partition_holds_one_batch_of_offsets_and_they_arrive_in_order(spark):
+    # Memory follows --batch-size only if partition i holds exactly offsets [lo + i*B, lo + (i+1)*B) and the
+    # partitions reach Python in that order. (The partitioning values were once INT literals, which Spark
+    # hashes differently: buckets shared partitions out of order, and Python held most of the table.)
+    from pyspark.sql import functions as F
+
+    from egress.stream import arrow_batches, in_offset_order, partitioned_by_offset
+
+    lo, hi, size = 7, 7 + 95, 10
+    encoded = (spark.range(0, 120, 1, 3)  # a few rows outside [lo, hi) too
+               .select(F.col("id").alias("offset"), F.col("id").cast("string").cast("binary").alias("v")))
+    ordered = partitioned_by_offset(encoded, lo, hi, size)
+    held = (ordered.select(F.spark_partition_id().alias("p"), "offset").groupBy("p")
+            .agg(F.min("offset"), F.max("offset"), F.count("*")).orderBy("p").collect())
+    assert [tuple(r) for r in held] == [(i, lo + i * size, min(lo + (i + 1) * size, hi) - 1,
+                                         min(lo + (i + 1) * size, hi) - lo - i * size) for i in range(10)]
+    firsts = [b.column("offset")[0].as_py() for b in in_offset_order(arrow_batches(ordered), lo, hi)]
+    assert firsts == [lo + i * size for i in range(10)]
