@@ -163,7 +163,8 @@ def load_mirrors(path: Path) -> MirrorFile:
 
 
 def _key_names(mirror: Mirror) -> list[str] | None:
-    """The primary key's column names (None: the Kafka key's fields, found at run time)."""
+    """The primary key's column names (None: the Kafka key's fields, found at run time); a new list each
+    time, so the properties YAML repeats it rather than writing a YAML anchor."""
     return [name for name, _ in mirror.primary_key] if mirror.primary_key else None
 
 
@@ -268,7 +269,6 @@ def render_properties(mirror: Mirror, source: Path) -> str:
     named = [{"name": n, "description": f"Primary key: `{t.sql}`."} for n, t in mirror.primary_key or ()]
     named += [{"name": n, "description": f"`{t.sql}`"} for n, t in mirror.columns or ()]
     source_arg = _source(mirror)
-    key_names = _key_names(mirror)
     model = {
         "name": mirror.model,
         "description": (
@@ -280,15 +280,15 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         ),
         "meta": {"zync_mirror_topic": mirror.topic, "zync_mirror_delete": mirror.delete, "zync_transform_file": str(source)},
         "data_tests": [
-            {"zync_mirror_primary_key": {"arguments": {"source_relation": source_arg, "primary_key": key_names}}},
+            {"zync_mirror_primary_key": {"arguments": {"source_relation": source_arg, "primary_key": _key_names(mirror)}}},
             {"zync_mirror_matches_raw": {"arguments": {
-                "source_relation": source_arg, "delete": mirror.delete, "primary_key": key_names}}},
+                "source_relation": source_arg, "delete": mirror.delete, "primary_key": _key_names(mirror)}}},
         ],
         "columns": named + columns,
     }
     if mirror.delete == "hard":
         model["data_tests"].insert(1, {"zync_mirror_no_deleted_keys": {"arguments": {
-            "source_relation": source_arg, "primary_key": key_names}}})
+            "source_relation": source_arg, "primary_key": _key_names(mirror)}}})
     return _yaml({"version": 2, "models": [model]}, GENERATED.format(source=source))
 
 
