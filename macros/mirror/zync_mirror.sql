@@ -28,6 +28,10 @@
   {%- set existing_relation = load_relation(this) -%}
   {%- set changes_relation = this.incorporate(path={"identifier": this.identifier ~ '__zync_changes'}).include(database=false, schema=false) -%}
   {%- set rows = zync_mirror_rows_relation(this) -%}
+  {%- set full = existing_relation is none or should_full_refresh() -%}
+  {#- The cursor is read first, as dbt renders a model before its pre-hooks: a run that another
+      commits beside after this read writes nothing (zync_mirror_unmoved_cursor). -#}
+  {%- set after = zync_mirror_cursor(this) if not full else none -%}
 
   {{ run_hooks(pre_hooks) }}
 
@@ -39,14 +43,13 @@
   {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
   {%- set columns = zync_mirror_columns(rows, key) -%}
 
-  {%- if existing_relation is none or should_full_refresh() -%}
+  {%- if full -%}
     {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ create_table_as(False, target_relation, zync_mirror_changes(rows, key, columns, settings.delete)) }}
     {%- endcall -%}
   {%- else -%}
-    {%- set changes_sql = zync_mirror_changes(rows, key, columns, settings.delete,
-                                              after=zync_mirror_cursor(this), keep_deletes=true) -%}
+    {%- set changes_sql = zync_mirror_changes(rows, key, columns, settings.delete, after=after, keep_deletes=true) -%}
     {%- call statement('create_changes') -%}
       {{ create_table_as(True, changes_relation, changes_sql) }}
     {%- endcall -%}
