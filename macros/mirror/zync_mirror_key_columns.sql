@@ -45,20 +45,15 @@
 
 {#
   The default value columns in the model's select: `value`.`after` as one
-  struct, each field typed and defaulted as the key's are (zync_typed_column;
-  field by field, as the row's own record has a Connect name too); the
-  machinery spreads its fields into columns (zync_mirror_columns).
+  struct, its fields typed and defaulted as the key's are
+  (zync_typed_column); the machinery spreads its fields into columns
+  (zync_mirror_columns).
 #}
 {% macro zync_mirror_typed_after(source_relation) -%}
   {%- if not execute -%}
     {{ return('`value`.`after`') }}
   {%- endif -%}
-  {%- set notes = zync_field_notes(source_relation) -%}
-  {%- set fields = [] -%}
-  {%- for name in run_query('select `value`.`after`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
-    {%- do fields.append(dbt.string_literal(name) ~ ', ' ~ zync_typed_column(source_relation, 'value.after.' ~ name, notes)) -%}
-  {%- endfor -%}
-  {{ return('case when `value`.`after` is null then null else named_struct(' ~ fields | join(', ') ~ ') end') }}
+  {{ return(zync_typed_column(source_relation, 'value.after', zync_field_notes(source_relation))) }}
 {%- endmacro %}
 
 
