@@ -27,7 +27,10 @@ from typing import Any
 
 import yaml
 
+from sqlglot import exp
+
 from compiler import expressions as sql
+from compiler.model import is_not_null, jinja, jinja_table, path, render
 from compiler.properties import GENERATED, SOURCE_NAME
 from compiler.spec import (
     IDENTIFIER_PATTERN,
@@ -49,6 +52,10 @@ MODELS_FOLDER = Path("models") / "mirrors"
 DELETE_MODES = ("hard", "soft")
 # Columns the mirror adds itself; user columns may not start with this prefix.
 RESERVED_PREFIX = "_zync_"
+# The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
+AFTER_COLUMN = "_zync_after"
+# Debezium's ops a mirror applies (a tombstone or any other op is no change of the row).
+CHANGE_OPS = ("c", "r", "u", "d")
 
 
 @dataclass(frozen=True)
@@ -155,43 +162,87 @@ def load_mirrors(path: Path) -> MirrorFile:
     return MirrorFile(path, mirrors)
 
 
-def _rendered(text: Text) -> str:
-    """One checked expression over the raw row's columns, quoted Spark SQL."""
-    return sql.render(sql.expression(text, (), unqualified_ok=True))
+def _key_names(mirror: Mirror) -> list[str] | None:
+    """The primary key's column names (None: the Kafka key's fields, found at run time); a new list each
+    time, so the properties YAML repeats it rather than writing a YAML anchor."""
+    return [name for name, _ in mirror.primary_key] if mirror.primary_key else None
 
 
-def _jinja_pairs(pairs: tuple[tuple[str, Text], ...] | None, indent: str) -> str:
-    if pairs is None:
-        return "none"
-    items = "".join(f"\n{indent}    [{name!r}, {_rendered(text)!r}]," for name, text in pairs)
-    return f"[{items}\n{indent}]"
+def _expression(text: Text) -> exp.Expression:
+    """One checked expression over the raw row's own columns (`kafka`, `key`, `value`)."""
+    return sql.expression(text, (), unqualified_ok=True)
+
+
+def _source(mirror: Mirror) -> str:
+    return f"source({SOURCE_NAME!r}, {mirror.table!r})"
+
+
+def rows_query(mirror: Mirror) -> exp.Select:
+    """The model's select: every raw change of the mirror's topic as the mirror's columns, one row per record.
+
+    The machinery (macros/mirror/zync_mirror_changes.sql) keeps those past the
+    cursor, the last per key, and MERGEs them. A default the compiler cannot
+    know (the Kafka key's fields, value.after's fields, the source time) is a
+    macro that looks at the raw table at run time, so new fields flow in:
+    value.after's fields arrive as one typed struct, AFTER_COLUMN, which the
+    machinery spreads into columns (it leaves out the key's names).
+    """
+    if mirror.primary_key is None:
+        key: list[exp.Expression] = [jinja(f"zync_mirror_key_fields({_source(mirror)})")]
+    else:
+        key = [exp.alias_(_expression(text), name) for name, text in mirror.primary_key]
+    if mirror.columns is None:
+        columns: list[exp.Expression] = [exp.alias_(jinja(f"zync_mirror_typed_after({_source(mirror)})"), AFTER_COLUMN)]
+    else:
+        columns = [exp.alias_(_expression(text), name) for name, text in mirror.columns]
+    source_ts = (_expression(mirror.source_ts) if mirror.source_ts is not None
+                 else jinja(f"zync_mirror_source_ts({_source(mirror)})"))
+    kafka = sql.named_struct({f: path("kafka", f) for f in ("topic", "partition", "offset", "timestamp")})
+    op = path("value", "op")
+    return (
+        exp.select(
+            *key, *columns,
+            exp.alias_(op.copy(), "_zync_op"),
+            exp.alias_(exp.cast(source_ts, "bigint"), "_zync_source_ts"),
+            exp.alias_(kafka, "_zync_kafka"),
+        )
+        .from_(jinja_table(_source(mirror)))
+        .where(exp.and_(
+            exp.EQ(this=path("kafka", "topic"), expression=exp.Literal.string(mirror.topic)),
+            is_not_null(exp.column("value")),
+            exp.In(this=op, expressions=[exp.Literal.string(o) for o in CHANGE_OPS]),
+        ))
+    )
 
 
 def render_model(mirror: Mirror, source: Path) -> str:
-    indent = " " * 12
-    source_ts = repr(_rendered(mirror.source_ts)) if mirror.source_ts is not None else "none"
+    settings = {"topic": mirror.topic, "delete": mirror.delete, "primary_key": _key_names(mirror)}
     return "\n".join([
         f"{{#- {GENERATED.format(source=source)} #}}",
         "{{ config(",
         "    materialized='zync_mirror',",
         "    file_format='delta',",
         "    tblproperties={'delta.enableDeletionVectors': 'true'},",
-        "    meta={",
-        "        'zync_mirror': {",
-        f"            'topic': {mirror.topic!r},",
-        f"            'delete': {mirror.delete!r},",
-        f"            'primary_key': {_jinja_pairs(mirror.primary_key, indent)},",
-        f"            'columns': {_jinja_pairs(mirror.columns, indent)},",
-        f"            'source_ts': {source_ts},",
-        "        },",
-        "    },",
+        f"    meta={{'zync_mirror': {_jinja_literal(settings)}}},",
         ") }}",
         "",
-        f"-- The current state of {mirror.topic}: its changes past this mirror's cursor, the last per key",
-        "-- (macros/mirror/zync_mirror_changes.sql), MERGEd by the zync_mirror materialization.",
-        f"{{{{ zync_mirror_changes(source({SOURCE_NAME!r}, {mirror.table!r})) }}}}",
+        f"-- every change of {mirror.topic} ({source.name}:{mirror.where.line}) as this mirror's columns, one row per",
+        "-- raw record (tombstones and ops other than c, r, u, d left out); the zync_mirror materialization",
+        "-- applies those past the mirror's cursor, the last per key, in one MERGE (macros/mirror/)",
+        render(rows_query(mirror)),
         "",
     ])
+
+
+def _jinja_literal(value: object) -> str:
+    """A setting as a Jinja literal (Python's repr, with None as Jinja's none)."""
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_jinja_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_jinja_literal(v) for v in value) + "]"
+    return repr(value)
 
 
 def _yaml(data: object, header: str) -> str:
@@ -217,7 +268,7 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         ]
     named = [{"name": n, "description": f"Primary key: `{t.sql}`."} for n, t in mirror.primary_key or ()]
     named += [{"name": n, "description": f"`{t.sql}`"} for n, t in mirror.columns or ()]
-    source_arg = f"source('{SOURCE_NAME}', '{mirror.table}')"
+    source_arg = _source(mirror)
     model = {
         "name": mirror.model,
         "description": (
@@ -229,25 +280,16 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         ),
         "meta": {"zync_mirror_topic": mirror.topic, "zync_mirror_delete": mirror.delete, "zync_transform_file": str(source)},
         "data_tests": [
-            {"zync_mirror_primary_key": {"arguments": {
-                "source_relation": source_arg, "primary_key": _plain_pairs(mirror.primary_key)}}},
+            {"zync_mirror_primary_key": {"arguments": {"source_relation": source_arg, "primary_key": _key_names(mirror)}}},
             {"zync_mirror_matches_raw": {"arguments": {
-                "source_relation": source_arg, "topic": mirror.topic, "delete": mirror.delete,
-                "primary_key": _plain_pairs(mirror.primary_key),
-                "columns": _plain_pairs(mirror.columns),
-                "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}}},
+                "source_relation": source_arg, "delete": mirror.delete, "primary_key": _key_names(mirror)}}},
         ],
         "columns": named + columns,
     }
     if mirror.delete == "hard":
         model["data_tests"].insert(1, {"zync_mirror_no_deleted_keys": {"arguments": {
-            "source_relation": source_arg, "topic": mirror.topic, "primary_key": _plain_pairs(mirror.primary_key),
-            "source_ts": _rendered(mirror.source_ts) if mirror.source_ts else None}}})
+            "source_relation": source_arg, "primary_key": _key_names(mirror)}}})
     return _yaml({"version": 2, "models": [model]}, GENERATED.format(source=source))
-
-
-def _plain_pairs(pairs: tuple[tuple[str, Text], ...] | None) -> list[list[str]] | None:
-    return None if pairs is None else [[name, _rendered(text)] for name, text in pairs]
 
 
 def compile_mirrors(files: list[MirrorFile], relative: Any, subfolder: Any = lambda source: Path()) -> list[tuple[Path, str]]:

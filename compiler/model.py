@@ -12,19 +12,28 @@ pending records, each lookup's ref()), the struct guards, and the
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from functools import reduce
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 from compiler import expressions as sql
 from compiler.properties import SOURCE_NAME
 from compiler.spec import Rule, Shape, Text, Transform
 from zync.tables import snake
 
-# The one style of every SQL text the compiler writes.
-RENDER_OPTIONS = {"dialect": sql.DIALECT, "pretty": True, "identify": True, "pad": 4, "indent": 4}
+# The one style of every SQL text the compiler writes: lower-case keywords and function names, as the
+# macros (and dbt's own style guide) write them; every identifier quoted.
+RENDER_OPTIONS = {"dialect": sql.DIALECT, "pretty": True, "identify": True, "pad": 4, "indent": 4,
+                  "normalize_functions": "lower", "max_text_width": 120}
+# Tokens render() leaves as sqlglot wrote them: names and literals (what they say is data, not style).
+_AS_WRITTEN = {TokenType.IDENTIFIER, TokenType.NUMBER}
+# A dbt call in a tree (jinja()): its text is dbt's, passed through untouched.
+_JINJA = re.compile(r"\{\{.*?\}\}", re.S)
 IN, LEFT, RIGHT = (sql.RECORD_ALIASES[n] for n in ("in", "left", "right"))
 EVENTS = "events"
 OUTPUT_ROWS = "zync_output_rows"  # the last CTE of the zync_output_rows macro
@@ -35,8 +44,22 @@ StructFields = dict[int, list[str]]
 
 
 def render(tree: exp.Expression) -> str:
-    """A tree as the model file shows it."""
-    return tree.sql(**RENDER_OPTIONS)
+    """A tree as the model file shows it.
+
+    sqlglot writes keywords upper case and has no setting for it, so the
+    rendered text's keyword tokens are lowered here, found by sqlglot's own
+    tokenizer (names, literals and dbt's {{ ... }} calls are left as written).
+    """
+    text = tree.sql(**RENDER_OPTIONS)
+    jinja = [m.span() for m in _JINJA.finditer(text)]
+    pieces, done = [], 0
+    for token in Dialect.get_or_raise(sql.DIALECT).tokenize(text):
+        if (token.token_type in _AS_WRITTEN or token.token_type.name.endswith("STRING")
+                or any(start <= token.start < end for start, end in jinja)):
+            continue
+        pieces += [text[done:token.start], text[token.start:token.end + 1].lower()]
+        done = token.end + 1
+    return "".join(pieces) + text[done:]
 
 
 def input_cte(topic: str) -> str:

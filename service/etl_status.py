@@ -4,13 +4,17 @@ Per input topic/partition of every transform: the cursor (from the output
 table's cursor rows), the latest raw offset and how far it is past the cursor,
 the pending and expired records and the age of the oldest pending one. Per
 output: the last output offset and how far the Kafka topic is behind it.
-Everything is read with DataFrame expressions (no SQL text), so no name from
-a transform file is ever spliced into a query.
+Everything is read with DataFrame expressions, so no name from a transform
+file is spliced into a query; but which records are pending is the project's
+one definition (macros/etl/zync_stored_pending.sql, read by the `__pending`
+view and the zync_pending_age data test too), rendered by dbt in this process
+with the tables' quoted names.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,12 +24,19 @@ from pyspark.sql import functions as F
 from compiler.mirrors import MirrorFile, is_mirror_file, load_mirrors
 from compiler.spec import load_transform
 from zync import kafka_client
-from zync.config import Target
+from service.project import DbtProject
+from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
 
 KAFKA_TIMEOUT_S = 5.0
+# The one definition of a pending record, which the `__pending` view and the zync_pending_age test read too.
+PENDING_MACRO = "zync_stored_pending"
+# The status's own dbt artifacts, apart from a hand-run dbt's target/ and zync run's.
+TARGET_PATH = Path("target") / "zync-etl-status"
+# pending_sql(raw table, topic) -> the SQL of an output's pending records of that input
+PendingSql = Callable[[str, str], str]
 
 
 @dataclass(frozen=True)
@@ -106,42 +117,35 @@ def _table_name(target: Target, name: str) -> str:
     return qualified(target, name).replace("`", "")
 
 
-def _input_status(spark, target: Target, topic: str, table: str, output) -> InputStatus:
-    """Figures of one input for one output table (`output` None: the model is not built yet)."""
+def _input_status(spark, target: Target, topic: str, table: str, output, pending_sql: PendingSql) -> InputStatus:
+    """Figures of one input for one output table (`output` None: the model is not built yet).
+
+    pending_sql(raw table, topic): the stored definition of this output's pending records, as SQL.
+    """
     name = _table_name(target, table)
     if not spark.catalog.tableExists(name):
         return InputStatus(topic, name, note=f"no table yet (run `zync from-kafka --topic {topic}`)")
-    raw = (spark.table(name).where(F.col("kafka.topic") == F.lit(topic))
-           .select(F.col("kafka.partition").alias("partition"), F.col("kafka.offset").alias("offset"),
-                   F.col("kafka.timestamp").alias("timestamp")))
+    raw = spark.table(name).where(F.col("kafka.topic") == F.lit(topic))
     latest = {r["partition"]: r["latest"] for r in
-              raw.groupBy("partition").agg(F.max("offset").alias("latest")).collect()}
+              raw.groupBy(F.col("kafka.partition").alias("partition")).agg(F.max("kafka.offset").alias("latest")).collect()}
     cursors: dict[int, int] = {}
     expired: dict[int, int] = {}
-    pending_raw = raw
+    pending_raw = raw  # no output table: nothing is done, so every record waits
     if output is not None:
         mine = output.where(F.col("kafka.topic") == F.lit(topic))
         cursors = {r["partition"]: r["cursor"] for r in
                    mine.where(F.col("kind") == "cursor")
                    .groupBy(F.col("kafka.partition").alias("partition"))
                    .agg(F.max("kafka.offset").alias("cursor")).collect()}
-        done = mine.where(F.col("kind") == "done")
         if "status" in output.columns:
             expired = {r["partition"]: r["n"] for r in
-                       done.where(F.col("status") == "expired")
+                       mine.where((F.col("kind") == "done") & (F.col("status") == "expired"))
                        .groupBy(F.col("kafka.partition").alias("partition")).agg(F.count("*").alias("n")).collect()}
-        done_keys = done.select(F.col("kafka.partition").alias("partition"), F.col("kafka.offset").alias("offset"))
-        if cursors:
-            # Below the cursor everything is done: only the rest can be pending.
-            cursor_frame = spark.createDataFrame(list(cursors.items()), "partition int, cursor long")
-            pending_raw = (raw.join(cursor_frame, "partition", "left")
-                           .where(F.col("offset") >= F.coalesce(F.col("cursor"), F.lit(0)))
-                           .drop("cursor"))
-        pending_raw = pending_raw.join(done_keys, ["partition", "offset"], "left_anti")
+        pending_raw = spark.sql(pending_sql(table, topic))
     now = F.unix_timestamp(F.current_timestamp())
     pending = {r["partition"]: (r["n"], r["age"]) for r in
-               pending_raw.groupBy("partition")
-               .agg(F.count("*").alias("n"), (now - F.unix_timestamp(F.min("timestamp"))).alias("age")).collect()}
+               pending_raw.groupBy(F.col("kafka.partition").alias("partition"))
+               .agg(F.count("*").alias("n"), (now - F.unix_timestamp(F.min("kafka.timestamp"))).alias("age")).collect()}
     dead, dead_below = _dead_letters(spark, name, topic, cursors)
     partitions = sorted(set(latest) | set(cursors) | set(dead))
     return InputStatus(topic, name, partitions=[
@@ -186,8 +190,8 @@ def _kafka_next_offset(target: Target, topic: str) -> tuple[int | None, str | No
     return high, None
 
 
-def transform_status(spark, target: Target, transform, kafka: bool = True) -> TransformStatus:
-    """The status of one checked transform (compiler.spec.Transform)."""
+def transform_status(spark, target: Target, transform, project: DbtProject, kafka: bool = True) -> TransformStatus:
+    """The status of one checked transform (compiler.spec.Transform); `project` renders the pending definition."""
     name = _table_name(target, transform.model)
     output = spark.table(name) if spark.catalog.tableExists(name) else None
     table_note = None if output is not None else f"not built yet (run `dbt run --select {transform.model}`)"
@@ -200,7 +204,13 @@ def transform_status(spark, target: Target, transform, kafka: bool = True) -> Tr
                 .agg(F.max("kafka.offset")).collect()[0][0])
     next_offset, kafka_note = (_kafka_next_offset(target, transform.output_topic) if kafka
                                else (None, "not asked (--no-kafka)"))
-    inputs = [_input_status(spark, target, i.topic, i.table, output) for i in transform.inputs]
+
+    def pending_sql(table: str, topic: str) -> str:
+        if project.manifest is None:
+            project.parse()
+        return project.render_call(PENDING_MACRO, qualified(target, transform.model), qualified(target, table), topic)
+
+    inputs = [_input_status(spark, target, i.topic, i.table, output, pending_sql) for i in transform.inputs]
     return TransformStatus(
         transform.path,
         OutputStatus(transform.output_topic, transform.model, last, next_offset, kafka_note, table_note),
@@ -243,12 +253,14 @@ def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[Trans
 
     loaded = [load_mirrors(p) if is_mirror_file(p) else load_transform(p) for p in paths]
     spark = spark_session(target)
+    # Parsed only when an output table is there to count pending records for; dbt runs on this process's Spark.
+    project = DbtProject(project_dir(), target.spark_output_name, TARGET_PATH)
     statuses: list[TransformStatus | MirrorStatus] = []
     for item in loaded:
         if isinstance(item, MirrorFile):
             statuses += [mirror_status(spark, target, item.path, m) for m in item.mirrors]
         else:
-            statuses.append(transform_status(spark, target, item, kafka=kafka))
+            statuses.append(transform_status(spark, target, item, project, kafka=kafka))
     return statuses
 
 

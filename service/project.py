@@ -14,6 +14,7 @@ whose meta `zync_topic` names the input topic.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,15 +84,16 @@ def fingerprint(root: Path) -> tuple[tuple[str, int, int], ...]:
 class DbtProject:
     """Parse once, select zync's models, run some of them; all in this process."""
 
-    def __init__(self, root: Path, target_name: str):
+    def __init__(self, root: Path, target_name: str, target_path: Path = TARGET_PATH):
         self.root = root
         self.target_name = target_name
+        self.target_path = target_path  # relative to root: its own, apart from other dbt processes'
         self.manifest = None
         self._parsed_from: tuple | None = None
 
     def _args(self) -> list[str]:
         return ["--project-dir", str(self.root), "--profiles-dir", str(self.root / "profiles"),
-                "--target", self.target_name, "--target-path", str(self.root / TARGET_PATH)]
+                "--target", self.target_name, "--target-path", str(self.root / self.target_path)]
 
     def _invoke(self, *args: str):
         # dbt prints to stdout unless told not to; its full log still goes to logs/dbt.log. Its usage
@@ -142,6 +144,18 @@ class DbtProject:
         if not result.success:
             raise DbtError(f"dbt cannot select {spec!r}: {result.exception or result.result}")
         return set(result.result or [])
+
+    def render_call(self, macro: str, *arguments: str) -> str:
+        """The SQL a macro of the project writes for these (text) arguments, rendered by dbt (`compile --inline`).
+
+        How zync's Python reads a definition the dbt project holds, instead of restating it.
+        """
+        call = f"{{{{ {macro}({', '.join(json.dumps(a) for a in arguments)}) }}}}"  # JSON strings are Jinja strings
+        result = self._invoke("compile", "--inline", call, "--no-populate-cache", "--no-write-json")
+        nodes = getattr(result.result, "results", None)
+        if not result.success or not nodes:
+            raise DbtError(f"dbt could not render {macro}: {result.exception or result.result}")
+        return nodes[0].node.compiled_code
 
     def run(self, names: list[str]) -> list[ModelRun]:
         """`dbt run --select names`, one invocation; how each model ended."""

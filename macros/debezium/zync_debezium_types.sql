@@ -179,8 +179,11 @@ end), 1) end
     {%- set schema_id = prefix ~ '`kafka`.' ~ adapter.quote(path.split('.')[0] ~ '_schema_id') -%}
     {%- set sql = zync_with_default(sql, prefix ~ quoted[:-1] | join('.'), schema_id, notes.defaults[path]) -%}
   {%- endif -%}
-  {%- if path in notes.names -%}
-    {{ return(zync_debezium_typed(sql, notes.names[path])) }}
+  {#- A name that types the value (a date, a VariableScaleDecimal record) ends here; a record's own
+      name (Debezium's Value and Envelope records carry one too) does not: its fields are typed. -#}
+  {%- set typed = zync_debezium_typed(sql, notes.names[path]) if path in notes.names else sql -%}
+  {%- if typed != sql -%}
+    {{ return(typed) }}
   {%- endif -%}
   {%- set below = [] -%}
   {%- for name in (notes.names | list) + (notes.defaults | list) if name.startswith(path ~ '.') -%}{%- do below.append(name) -%}{%- endfor -%}

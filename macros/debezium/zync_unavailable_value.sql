@@ -29,27 +29,6 @@
 
 
 {#
-  The Spark types of SQL expressions over a relation, {name: type}, asked of
-  Spark's analyzer (`describe query`: no data is read). `columns` is
-  [[name, SQL], ...].
-#}
-{% macro zync_expression_types(relation, columns) -%}
-  {%- set types = {} -%}
-  {%- if not execute or columns | length == 0 -%}
-    {{ return(types) }}
-  {%- endif -%}
-  {%- set projection = [] -%}
-  {%- for name, expression in columns -%}
-    {%- do projection.append(expression ~ ' as ' ~ adapter.quote(name)) -%}
-  {%- endfor -%}
-  {%- for row in run_query('describe query select ' ~ projection | join(', ') ~ ' from ' ~ relation).rows -%}
-    {%- do types.update({row[0]: row[1]}) -%}
-  {%- endfor -%}
-  {{ return(types) }}
-{%- endmacro %}
-
-
-{#
   The placeholder as `to_json(named_struct('v', x))` renders it for each type
   that can hold it (string, bytes, a one-element array): an IN list
   zync_output_rows uses to leave a field holding it out of an out row's

@@ -1,23 +1,24 @@
 {#
   Data test: the mirror's live rows are exactly those of its raw history
-  rebuilt from scratch by the same rules (zync_mirror_rows over the whole
-  raw table), key and value alike: every primary-key and value column is
-  compared (as JSON, so maps and structs compare too; NULL and a struct of
-  NULLs differ). Proves the incremental MERGEs never drift from a rebuild.
-  Fails with one row per row only in one of the two, so it also covers "the
-  mirror's row count equals the live keys".
+  rebuilt from scratch by the same rules (zync_mirror_changes over every row
+  of the model's select, the view zync_mirror_rows_relation), key and value
+  alike: every primary-key and value column is compared (as JSON, so maps
+  and structs compare too; NULL and a struct of NULLs differ). Proves the
+  incremental MERGEs never drift from a rebuild. Fails with one row per row
+  only in one of the two, so it also covers "the mirror's row count equals
+  the live keys".
   Scans the raw history: meant for small data and CI.
 #}
-{% test zync_mirror_matches_raw(model, source_relation, topic, delete, primary_key=none, columns=none, source_ts=none) %}
-{%- set key = zync_mirror_key_columns(source_relation, primary_key) -%}
-{%- set compared = key + zync_mirror_value_columns(source_relation, columns, key) -%}
+{% test zync_mirror_matches_raw(model, source_relation, delete, primary_key=none) %}
+{%- set rows = zync_mirror_test_rows(model) -%}
+{%- set key = zync_mirror_key_names(source_relation, primary_key) -%}
+{%- set columns = zync_mirror_columns(rows, key) -%}
 {%- set fields = [] -%}
-{%- for name, expression in compared -%}
+{%- for name in key + columns | map(attribute='name') | list -%}
   {%- do fields.append(dbt.string_literal(name) ~ ', ' ~ adapter.quote(name)) -%}
 {%- endfor -%}
 with rebuilt as (
-    {{ zync_mirror_rows(source_relation, topic=topic, delete='hard', key=key, columns=compared[key | length:],
-                        source_ts=zync_mirror_source_ts(source_relation, source_ts)) | indent(4) }}
+    {{ zync_mirror_changes(rows, key, columns, delete='hard') | indent(4) }}
 ),
 
 mirror_rows as (
@@ -33,3 +34,17 @@ select 'in the mirror, not live in the raw history' as problem, `row` from (sele
 union all
 select 'live in the raw history, not in the mirror' as problem, `row` from (select * from raw_rows except all select * from mirror_rows)
 {% endtest %}
+
+
+{#
+  The view of the tested mirror's rows (zync_mirror_rows_relation), which
+  every run of the mirror replaces; a mirror never run has none.
+#}
+{% macro zync_mirror_test_rows(mirror_relation) -%}
+  {%- set rows = zync_mirror_rows_relation(mirror_relation) -%}
+  {%- if execute and load_relation(rows) is none -%}
+    {%- do exceptions.raise_compiler_error(
+      "zync: " ~ rows ~ " (the rows of mirror " ~ mirror_relation ~ ") is missing: `dbt run` the mirror before testing it") -%}
+  {%- endif -%}
+  {{ return(rows) }}
+{%- endmacro %}

@@ -4,13 +4,12 @@
   stale snapshot reads dropped), and no row flagged d.
   Scans the raw history: meant for small data and CI.
 #}
-{% test zync_mirror_no_deleted_keys(model, source_relation, topic, primary_key=none, source_ts=none) %}
-{%- set key = zync_mirror_key_columns(source_relation, primary_key) -%}
+{% test zync_mirror_no_deleted_keys(model, source_relation, primary_key=none) %}
+{%- set key = zync_mirror_key_names(source_relation, primary_key) -%}
 {%- set quoted = [] -%}
-{%- for name, expression in key -%}{%- do quoted.append(adapter.quote(name)) -%}{%- endfor -%}
+{%- for name in key -%}{%- do quoted.append(adapter.quote(name)) -%}{%- endfor -%}
 with last_change as (
-    {{ zync_mirror_rows(source_relation, topic=topic, delete='hard', key=key, columns=[],
-                        source_ts=zync_mirror_source_ts(source_relation, source_ts), keep_deletes=true) | indent(4) }}
+    {{ zync_mirror_changes(zync_mirror_test_rows(model), key, [], delete='hard', keep_deletes=true) | indent(4) }}
 )
 
 select mirror.*

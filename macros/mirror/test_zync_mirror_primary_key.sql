@@ -3,7 +3,7 @@
   Fails with one row per duplicated or null key.
 #}
 {% test zync_mirror_primary_key(model, source_relation, primary_key=none) %}
-{%- set names = zync_mirror_key_columns(source_relation, primary_key) | map('first') | list -%}
+{%- set names = zync_mirror_key_names(source_relation, primary_key) -%}
 {%- set quoted = [] -%}
 {%- for name in names -%}{%- do quoted.append(adapter.quote(name)) -%}{%- endfor -%}
 select {{ quoted | join(', ') }}, count(*) as rows_with_this_key

@@ -5,34 +5,53 @@
   strategies (append, merge, insert_overwrite, microbatch) and its `merge`
   can neither delete nor guard an update, so mirrors get this small
   materialization, modelled on dbt-spark's incremental one:
-  - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the model
-    (a rebuild from the raw history; Delta keeps the history across a replace);
-    its commit carries the cursor: the raw offsets read before it;
-  - otherwise: the model (the changes past the mirror's cursor) as a cached
+  - the model's select (every raw change as the mirror's columns, as
+    `zync etl compile` writes it) becomes the view `<mirror>__raw_changes`
+    (zync_mirror_rows_relation), which the machinery reads
+    (zync_mirror_changes.sql);
+  - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the
+    last change per key (a rebuild from the raw history; Delta keeps the
+    history across a replace); its commit carries the cursor: the raw
+    offsets read before it;
+  - otherwise: the last change per key past the mirror's cursor as a cached
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
     commit, which carries the cursor past the changes.
   Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
   run a scan of the mirror for it. A run whose mirror another run moved since
   it read its changes writes nothing (zync_mirror_unmoved_cursor).
   The model's settings live in its meta: {'zync_mirror': {topic, delete,
-  primary_key, columns, source_ts}} (written by `zync etl compile`).
+  primary_key (the key's column names, or none: the Kafka key's fields)}}.
 #}
 {% materialization zync_mirror, adapter='spark' %}
   {%- set settings = zync_mirror_settings() -%}
   {%- set target_relation = this -%}
   {%- set existing_relation = load_relation(this) -%}
   {%- set changes_relation = this.incorporate(path={"identifier": this.identifier ~ '__zync_changes'}).include(database=false, schema=false) -%}
+  {%- set rows = zync_mirror_rows_relation(this) -%}
+  {%- set full = existing_relation is none or should_full_refresh() -%}
+  {#- The cursor is read first, as dbt renders a model before its pre-hooks: a run that another
+      commits beside after this read writes nothing (zync_mirror_unmoved_cursor). -#}
+  {%- set after = zync_mirror_cursor(this) if not full else none -%}
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- if existing_relation is none or should_full_refresh() -%}
+  {#- The model's select, every raw change as the mirror's columns, as a view the machinery and the data tests read. -#}
+  {%- call statement('rows_view') -%}
+    create or replace view {{ rows }} as
+    {{ compiled_code }}
+  {%- endcall -%}
+  {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
+  {%- set columns = zync_mirror_columns(rows, key) -%}
+
+  {%- if full -%}
     {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
-      {{ create_table_as(False, target_relation, compiled_code) }}
+      {{ create_table_as(False, target_relation, zync_mirror_changes(rows, key, columns, settings.delete)) }}
     {%- endcall -%}
   {%- else -%}
+    {%- set changes_sql = zync_mirror_changes(rows, key, columns, settings.delete, after=after, keep_deletes=true) -%}
     {%- call statement('create_changes') -%}
-      {{ create_table_as(True, changes_relation, compiled_code) }}
+      {{ create_table_as(True, changes_relation, changes_sql) }}
     {%- endcall -%}
     {#- Cached once: Delta's MERGE reads its source twice (find the touched
         files, then write), and the row count decides the join below. -#}
@@ -45,12 +64,11 @@
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
     {%- set read_from = zync_mirror_unmoved_cursor(target_relation, changes_relation) -%}
-    {%- set key = zync_mirror_key_columns(zync_mirror_source(), settings.primary_key) -%}
-    {%- set columns = zync_mirror_evolve_schema(target_relation, changes_relation,
-                                               zync_after_defaults(zync_mirror_source()) if settings.columns is none else {}) -%}
+    {%- set merged = zync_mirror_evolve_schema(target_relation, changes_relation,
+                                              zync_after_defaults(zync_mirror_source()) if zync_mirror_columns_are_after(columns) else {}) -%}
     {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
-      {{ zync_mirror_merge_sql(target_relation, changes_relation, key | map('first') | list, columns, settings.delete,
+      {{ zync_mirror_merge_sql(target_relation, changes_relation, key, merged, settings.delete,
                                broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
     {%- endcall -%}
     {%- call statement('uncache_changes') -%}

@@ -1,30 +1,13 @@
 {#
-  The body of a mirror model: on the first run (or --full-refresh) the
-  mirror's rows rebuilt from the whole raw history; afterwards the changes
-  past the mirror's cursor, one row per key, for zync_mirror_merge_sql.
-#}
-{% macro zync_mirror_changes(source_relation) -%}
-  {%- set settings = zync_mirror_settings() -%}
-  {%- set existing = load_relation(this) if execute else none -%}
-  {%- set incremental = existing is not none and not should_full_refresh() -%}
-  {%- set key = zync_mirror_key_columns(source_relation, settings.primary_key) -%}
-  {{ zync_mirror_rows(
-      source_relation,
-      topic=settings.topic,
-      delete=settings.delete,
-      key=key,
-      columns=zync_mirror_value_columns(source_relation, settings.columns, key),
-      source_ts=zync_mirror_source_ts(source_relation, settings.source_ts),
-      after=zync_mirror_cursor(this) if incremental else none,
-      keep_deletes=incremental,
-  ) }}
-{%- endmacro %}
-
-
-{#
-  The last change per key among a topic's raw rows (optionally only those
-  matching `after`, the cursor filter), in offset order:
-  - tombstones (null value) and ops other than c, r, u, d are skipped;
+  What a mirror run writes, from the mirror model's rows (`rows`: the view
+  of the model's select, zync_mirror_rows_relation: every raw change as the
+  mirror's columns, `_zync_op`, `_zync_source_ts` and `_zync_kafka`): on the
+  first run (or --full-refresh) the mirror's rows rebuilt from the whole raw
+  history; afterwards the changes past the mirror's cursor (`after`, a filter
+  on `_zync_kafka`), one row per key, for zync_mirror_merge_sql.
+  `key`: the primary key's column names; `columns`: the value columns,
+  zync_mirror_columns. The rows are the topic's changes (the model leaves
+  out tombstones and ops other than c, r, u, d); in offset order:
   - the re-snapshot guard: a snapshot read (r) is dropped when an earlier
     change to its key (earlier in this batch, or in hard mode an earlier
     delete before the cursor) has a source time at or after the read's;
@@ -44,54 +27,44 @@
   as they would in two runs); for the MERGE, keep_deletes=true adds
   zync_mirror_carries_values(), true on such deletes (not a mirror column).
 #}
-{% macro zync_mirror_rows(source_relation, topic, delete, key, columns, source_ts, after=none, keep_deletes=false) -%}
+{% macro zync_mirror_changes(rows, key, columns, delete, after=none, keep_deletes=false) -%}
   {%- set key_names = [] -%}
-  {%- for name, expression in key -%}{%- do key_names.append(adapter.quote(name)) -%}{%- endfor -%}
+  {%- for name in key -%}{%- do key_names.append(adapter.quote(name)) -%}{%- endfor -%}
   {%- set partition_by = key_names | join(', ') -%}
-  {%- set guard_history = keep_deletes and delete == 'hard' and after and zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
-  {%- set types = zync_expression_types(source_relation, columns) -%}
+  {%- set guard_history = keep_deletes and delete == 'hard' and after and zync_mirror_has_snapshot_reads(rows, after) -%}
   {%- set unavailable = {} -%}
-  {%- for name, expression in columns -%}
-    {%- set test = zync_unavailable(adapter.quote(name), types.get(name, '')) -%}
-    {%- if test is not none -%}{%- do unavailable.update({name: test}) -%}{%- endif -%}
+  {%- for column in columns -%}
+    {%- set test = zync_unavailable(adapter.quote(column.name), column.data_type) -%}
+    {%- if test is not none -%}{%- do unavailable.update({column.name: test}) -%}{%- endif -%}
   {%- endfor -%}
+  {%- set names = key + columns | map(attribute='name') | list -%}
 with
 
 changes as (
     select
-        {%- for name, expression in key + columns %}
-        {{ expression }} as {{ adapter.quote(name) }},
+        {%- for name in key %}
+        {{ adapter.quote(name) }},
         {%- endfor %}
-        `value`.`op` as `_zync_op`,
-        cast({{ source_ts }} as bigint) as `_zync_source_ts`,
-        named_struct('topic', `kafka`.`topic`, 'partition', `kafka`.`partition`, 'offset', `kafka`.`offset`, 'timestamp', `kafka`.`timestamp`) as `_zync_kafka`
-    from {{ source_relation }}
-    where `kafka`.`topic` = '{{ topic }}'
-        and `value` is not null
-        and `value`.`op` in ('c', 'r', 'u', 'd')
-        {%- if after %}
-        and (
-        {{ after }}
-        )
-        {%- endif %}
+        {%- for column in columns %}
+        {{ column.expression }} as {{ adapter.quote(column.name) }},
+        {%- endfor %}
+        `_zync_op`,
+        `_zync_source_ts`,
+        `_zync_kafka`
+    from {{ rows }}
+    {%- if after %}
+    where {{ after }}
+    {%- endif %}
 ),
 {%- if guard_history %}
 
 -- hard mode keeps no deleted rows: the raw history before the cursor
 -- remembers the deletes of keys that arrive now as snapshot reads
 past_deletes as (
-    select
-        {%- for name, expression in key %}
-        {{ expression }} as {{ adapter.quote(name) }},
-        {%- endfor %}
-        max(cast({{ source_ts }} as bigint)) as `_zync_deleted_ts`
-    from {{ source_relation }}
-    where `kafka`.`topic` = '{{ topic }}'
-        and `value`.`op` = 'd'
-        and not (
-        {{ after }}
-        )
-    group by {% for name, expression in key %}{{ expression }}{{ ", " if not loop.last }}{% endfor %}
+    select {{ partition_by }}, max(`_zync_source_ts`) as `_zync_deleted_ts`
+    from {{ rows }}
+    where `_zync_op` = 'd' and not ({{ after }})
+    group by {{ partition_by }}
 ),
 
 snapshot_keys as (
@@ -130,13 +103,13 @@ kept as (
 -- a delete takes the values of its key's last earlier change in this batch
 carried as (
     select
-        {%- for name, expression in key %}
+        {%- for name in key %}
         {{ adapter.quote(name) }},
         {%- endfor %}
-        {%- for name, expression in columns %}
+        {%- for column in columns %}
         case when `_zync_op` = 'd' then
-            {{ zync_mirror_last_where(adapter.quote(name), "`_zync_op` != 'd'", partition_by) }}
-        else {{ adapter.quote(name) }} end as {{ adapter.quote(name) }},
+            {{ zync_mirror_last_where(adapter.quote(column.name), "`_zync_op` != 'd'", partition_by) }}
+        else {{ adapter.quote(column.name) }} end as {{ adapter.quote(column.name) }},
         {%- endfor %}
         `_zync_op` = 'd' and count(case when `_zync_op` != 'd' then 1 end) over (
             partition by {{ partition_by }}
@@ -152,7 +125,7 @@ carried as (
 
 latest as (
     select
-        {%- for name, expression in key + columns %}
+        {%- for name in names %}
         {%- if name in unavailable %}
         {{ zync_mirror_last_where(adapter.quote(name), 'not ' ~ unavailable[name], partition_by) }} as {{ adapter.quote(name) }},
         {%- else %}
@@ -170,7 +143,7 @@ latest as (
 )
 
 select
-    {%- for name, expression in key + columns %}
+    {%- for name in names %}
     {%- if name in unavailable and not keep_deletes %}
     case when {{ unavailable[name] }} then null else {{ adapter.quote(name) }} end as {{ adapter.quote(name) }},
     {%- else %}
@@ -196,13 +169,13 @@ where `_zync_rank` = 1
 
 
 {#- Whether the changes past the cursor hold any snapshot read (r): only then is the raw history consulted. -#}
-{% macro zync_mirror_has_snapshot_reads(source_relation, topic, after) -%}
+{% macro zync_mirror_has_snapshot_reads(rows, after) -%}
   {%- if not execute -%}
     {{ return(false) }}
   {%- endif -%}
   {%- set probe -%}
-    select 1 from {{ source_relation }}
-    where `kafka`.`topic` = '{{ topic }}' and `value`.`op` = 'r'
+    select 1 from {{ rows }}
+    where `_zync_op` = 'r'
     {%- if after %} and ({{ after }}){% endif %}
     limit 1
   {%- endset -%}

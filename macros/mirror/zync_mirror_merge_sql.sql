@@ -1,5 +1,5 @@
 {#
-  One MERGE applying a batch of last-changes-per-key (zync_mirror_rows) to
+  One MERGE applying a batch of last-changes-per-key (zync_mirror_changes) to
   the mirror, in one Delta commit:
   - d: hard mode deletes the row; soft mode flags it (_zync_deleted, with the
     delete's time) and keeps its last values: the mirror's, or those of an

@@ -1,13 +1,13 @@
 {#
   A mirror model's settings, from its meta (written by `zync etl compile`):
-  topic, delete ('hard' or 'soft'), primary_key and columns ([[name, SQL], ...]
-  or none for the defaults), source_ts (SQL or none for the default).
+  topic, delete ('hard' or 'soft'), primary_key (the key's column names, or
+  none for the Kafka key's fields). The columns' SQL is the model's select.
 #}
 {% macro zync_mirror_settings() -%}
   {%- set settings = (model.config.meta or {}).get('zync_mirror') or (config.get('meta') or {}).get('zync_mirror') -%}
   {%- if settings is none and not execute -%}
     {#- While parsing, config() has not been applied yet: any settings will do. -#}
-    {{ return({'topic': '', 'delete': 'hard', 'primary_key': none, 'columns': none, 'source_ts': none}) }}
+    {{ return({'topic': '', 'delete': 'hard', 'primary_key': none}) }}
   {%- endif -%}
   {%- if settings is none -%}
     {%- do exceptions.raise_compiler_error(
@@ -17,10 +17,11 @@
 {%- endmacro %}
 
 
-{#- The raw table a mirror model reads: its one source(). -#}
+{#- The raw table a mirror model reads: its one source() (which its select may name more than once). -#}
 {% macro zync_mirror_source() -%}
-  {%- if model.sources | length != 1 -%}
+  {%- set first = model.sources[0] if model.sources else none -%}
+  {%- if first is none or model.sources | reject('equalto', first) | list | length > 0 -%}
     {%- do exceptions.raise_compiler_error("mirror model " ~ model.name ~ " must read exactly one source (its raw table)") -%}
   {%- endif -%}
-  {{ return(source(model.sources[0][0], model.sources[0][1])) }}
+  {{ return(source(first[0], first[1])) }}
 {%- endmacro %}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from service import etl_status
 from tests.etl.scratch import append_raw, drop_tables, raw_row
+from tests.support.scratch import ROOT
 
 OUT = "etlc_ord_out"
 RAW_A, RAW_B = "etlc_ord_a", "etlc_ord_b"
@@ -113,6 +115,26 @@ def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spar
     assert outs(etl) == [(0, 1, {"id": 1, "status": "new"})]
     etl.run(OUT)
     assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1, "status": "paid"})]
+
+
+def test_etl_status_counts_the_pending_records_the_pending_report_shows(tables, project, spark, target, monkeypatch):
+    etl = project({"order.yml": transform()})
+    # A status create and its update wait for their invoice; invoice 2 waits for its status; invoice 3 is
+    # paired with its status (done); the update of invoice 4 is taken by the third rule (done).
+    append_raw(spark, RAW_A, [A(0, 2, "c"), A(1, 3, "c"), A(2, 4, "u")])
+    append_raw(spark, RAW_B, [B(0, 50, "c", ref=1, name="new"), B(1, 50, "u", ref=1, name="paid"),
+                              B(2, 60, "c", ref=3, name="new")])
+    etl.run(OUT)
+    report: dict[str, int] = {}
+    for row in etl.pending(OUT):
+        if row.status == "pending":
+            report[row.kafka.topic] = report.get(row.kafka.topic, 0) + 1
+    assert report == {"etlcOrdA": 1, "etlcOrdB": 2}
+    # The status renders the same stored definition through the scratch project's dbt.
+    (etl.path / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
+    monkeypatch.setenv("ZYNC_PROJECT_DIR", str(etl.path))
+    (status,) = etl_status.collect(target, [etl.path / "transforms" / "order.yml"], kafka=False)
+    assert {i.topic: sum(p.pending for p in i.partitions) for i in status.inputs} == report
 
 
 def test_a_dropped_pair_frees_its_partner_which_holds_back_its_own_key(tables, project, spark):

@@ -32,6 +32,9 @@ CONNECT_NAMES = {
 }
 for field in [k.split(".")[-1] for k in list(CONNECT_NAMES)]:
     CONNECT_NAMES[f"value.before.{field}"] = CONNECT_NAMES[f"value.after.{field}"]
+# Debezium's records carry a Connect name too, and ingest notes them like any field's.
+CONNECT_NAMES |= {"value": "mir.public.types.Envelope", "value.after": "mir.public.types.Value",
+                  "value.before": "mir.public.types.Value"}
 PROJECT = f"""\
 mirrors:
   - model: {MIRROR}

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
 
 import pytest
+import sqlglot
 import yaml
+from sqlglot import exp
 
 from compiler import compile_transforms, transform_files
 from compiler.spec import TransformError
+from tests.unit.generated_sql import projection, same
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,21 +65,51 @@ def test_one_model_and_properties_per_mirror_under_models_mirrors(tmp_path):
                              "models/raw/__sources.yml"]
 
 
-def test_expressions_are_checked_quoted_and_passed_to_the_macros(tmp_path):
-    sql = compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_orders.sql"]
-    assert "materialized='zync_mirror'" in sql
-    assert "['ID', '`key`.`ID`']" in sql
-    assert "['total', '`value`.`after`.`price` * `value`.`after`.`qty`']" in sql
-    assert "'source_ts': '`value`.`source`.`ts_ms`'" in sql
-    assert "'delete': 'soft'" in sql
-    assert "{{ zync_mirror_changes(source('raw', 'raw_shop_orders')) }}" in sql
+def mirror_model(text: str) -> tuple[dict, exp.Select]:
+    """A generated mirror model as (its meta.zync_mirror settings, its select with the Jinja calls as functions)."""
+    config = re.search(r"meta=(\{.*?\}\}),\n", text)
+    assert config, "the model's config has no meta"
+    settings = ast.literal_eval(config.group(1).replace("none", "None"))["zync_mirror"]
+    body = re.sub(r"\{#.*?#\}", "", text, flags=re.S)
+    body = re.sub(r"\{\{ config\(.*?\) \}\}", "", body, flags=re.S)
+    body = re.sub(r"\{\{ source\('raw', '(\w+)'\) \}\}", r"source__\1", body)
+    body = re.sub(r"\{\{ (zync_\w+)\(source\('raw', '(\w+)'\)\) \}\}", r"\1(source__\2)", body)
+    assert "{{" not in body, body
+    return settings, sqlglot.parse_one(body, read="spark")
+
+
+def test_expressions_are_checked_and_quoted_in_the_models_select(tmp_path):
+    settings, select = mirror_model(compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_orders.sql"])
+    assert settings == {"topic": "ShopOrders", "delete": "soft", "primary_key": ["ID"]}
+    columns = projection(select)
+    assert list(columns) == ["ID", "customer", "total", "_zync_op", "_zync_source_ts", "_zync_kafka"]
+    assert columns["ID"] == same("key.ID")
+    assert columns["total"] == same("value.after.price * value.after.qty")
+    assert columns["_zync_source_ts"] == same("CAST(value.source.ts_ms AS BIGINT)")
+    assert select.find(exp.From).this.name == "source__raw_shop_orders"
+    # Only the topic's changes: a tombstone or another op is no change of a row.
+    assert same(select.find(exp.Where).this) == same(
+        "kafka.topic = 'ShopOrders' AND NOT value IS NULL AND value.op IN ('c', 'r', 'u', 'd')")
+    # No SQL is left for the macros in strings: the config's meta holds names only.
+    assert "`" not in re.search(r"\{\{ config\(.*?\) \}\}", compile_files(tmp_path, mirrors=GOOD)[
+        "models/mirrors/m_orders.sql"], flags=re.S).group(0)
 
 
 def test_defaults_are_found_at_run_time(tmp_path):
-    sql = compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_items.sql"]
-    for setting in ("'primary_key': none", "'columns': none", "'source_ts': none", "'delete': 'hard'"):
-        assert setting in sql
-    assert "source('raw', 'raw_items')" in sql
+    settings, select = mirror_model(compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_items.sql"])
+    assert settings == {"topic": "Items", "delete": "hard", "primary_key": None}
+    columns = projection(select)
+    assert list(columns) == ["zync_mirror_key_fields", "_zync_after", "_zync_op", "_zync_source_ts", "_zync_kafka"]
+    assert columns["zync_mirror_key_fields"] == same("zync_mirror_key_fields(source__raw_items)")
+    assert columns["_zync_after"] == same("zync_mirror_typed_after(source__raw_items)")
+    assert columns["_zync_source_ts"] == same("CAST(zync_mirror_source_ts(source__raw_items) AS BIGINT)")
+
+
+def test_mirror_tests_get_names_not_sql(tmp_path):
+    model = yaml.safe_load(compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_orders.yml"])["models"][0]
+    arguments = {next(iter(t)): t[next(iter(t))]["arguments"] for t in model["data_tests"]}
+    assert arguments["zync_mirror_matches_raw"] == {
+        "source_relation": "source('raw', 'raw_shop_orders')", "delete": "soft", "primary_key": ["ID"]}
 
 
 def test_hard_mirrors_get_the_no_deleted_keys_test_and_soft_ones_do_not(tmp_path):

@@ -3,22 +3,19 @@
     materialized='zync_mirror',
     file_format='delta',
     tblproperties={'delta.enableDeletionVectors': 'true'},
-    meta={
-        'zync_mirror': {
-            'topic': 'Invoices',
-            'delete': 'soft',
-            'primary_key': [
-                ['invoice_id', '`key`.`ID`'],
-            ],
-            'columns': [
-                ['customer', '`value`.`after`.`customer`'],
-                ['item', 'UPPER(`value`.`after`.`item`)'],
-            ],
-            'source_ts': none,
-        },
-    },
+    meta={'zync_mirror': {'topic': 'Invoices', 'delete': 'soft', 'primary_key': ['invoice_id']}},
 ) }}
 
--- The current state of Invoices: its changes past this mirror's cursor, the last per key
--- (macros/mirror/zync_mirror_changes.sql), MERGEd by the zync_mirror materialization.
-{{ zync_mirror_changes(source('raw', 'raw_invoices')) }}
+-- every change of Invoices (invoices_mirror.yml:5) as this mirror's columns, one row per
+-- raw record (tombstones and ops other than c, r, u, d left out); the zync_mirror materialization
+-- applies those past the mirror's cursor, the last per key, in one MERGE (macros/mirror/)
+select
+    `key`.`ID` as `invoice_id`,
+    `value`.`after`.`customer` as `customer`,
+    upper(`value`.`after`.`item`) as `item`,
+    `value`.`op` as `_zync_op`,
+    cast({{ zync_mirror_source_ts(source('raw', 'raw_invoices')) }} as bigint) as `_zync_source_ts`,
+    named_struct('topic', `kafka`.`topic`, 'partition', `kafka`.`partition`, 'offset', `kafka`.`offset`, 'timestamp', `kafka`.`timestamp`) as `_zync_kafka`
+from {{ source('raw', 'raw_invoices') }}
+where
+    `kafka`.`topic` = 'Invoices' and not `value` is null and `value`.`op` in ('c', 'r', 'u', 'd')

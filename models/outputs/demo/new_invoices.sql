@@ -23,169 +23,164 @@ invoice_status as (
 -- (zync_pair: the n-th pending Invoices record of a join key pairs with the n-th InvoiceStatus one)
 -- where: value.op IN ('c', 'r')
 rule_1 as (
-    SELECT
-        ARRAY({{ zync_coordinates('left_record') }}, {{ zync_coordinates('right_record') }}) AS `consumed`,
-        {{ zync_ordering('left_record') }} AS `ordering`,
-        `left_record`.`key` AS `key`,
-        `left_record`.`value`.`after`.`ID` AS `value__ID`,
-        `left_record`.`value`.`after`.`customer` AS `value__customer`,
-        `left_record`.`value`.`after`.`item` AS `value__item`,
-        `right_record`.`value`.`after`.`status` AS `value__invoice_status`,
-        ARRAY('ID', 'customer', 'item', 'invoice_status') AS `fields`
-    FROM (
-        SELECT
+    select
+        array({{ zync_coordinates('left_record') }}, {{ zync_coordinates('right_record') }}) as `consumed`,
+        {{ zync_ordering('left_record') }} as `ordering`,
+        `left_record`.`key` as `key`,
+        `left_record`.`value`.`after`.`ID` as `value__ID`,
+        `left_record`.`value`.`after`.`customer` as `value__customer`,
+        `left_record`.`value`.`after`.`item` as `value__item`,
+        `right_record`.`value`.`after`.`status` as `value__invoice_status`,
+        array('ID', 'customer', 'item', 'invoice_status') as `fields`
+    from (
+        select
             `left_record`.*,
-            ROW_NUMBER() OVER (
-                PARTITION BY `left_record`.`value`.`after`.`ID`
-                ORDER BY `left_record`.`kafka`.`partition`, `left_record`.`kafka`.`offset`
-            ) AS `zync_pair`
-        FROM `invoices` AS `left_record`
-        WHERE
-            `left_record`.`zync_replay_of` IS NULL AND `value`.`op` IN ('c', 'r')
-    ) AS `left_record`
-    INNER JOIN (
-        SELECT
+            row_number() over (
+                partition by `left_record`.`value`.`after`.`ID`
+                order by `left_record`.`kafka`.`partition`, `left_record`.`kafka`.`offset`
+            ) as `zync_pair`
+        from `invoices` as `left_record`
+        where
+            `left_record`.`zync_replay_of` is null and `value`.`op` in ('c', 'r')
+    ) as `left_record`
+    inner join (
+        select
             `right_record`.*,
-            ROW_NUMBER() OVER (
-                PARTITION BY `right_record`.`value`.`after`.`InvoiceID`
-                ORDER BY `right_record`.`kafka`.`partition`, `right_record`.`kafka`.`offset`
-            ) AS `zync_pair`
-        FROM `invoice_status` AS `right_record`
-        WHERE
-            `right_record`.`zync_replay_of` IS NULL AND `value`.`op` IN ('c', 'r')
-    ) AS `right_record`
-        ON `left_record`.`value`.`after`.`ID` = `right_record`.`value`.`after`.`InvoiceID`
-        AND `left_record`.`zync_pair` = `right_record`.`zync_pair`
+            row_number() over (
+                partition by `right_record`.`value`.`after`.`InvoiceID`
+                order by `right_record`.`kafka`.`partition`, `right_record`.`kafka`.`offset`
+            ) as `zync_pair`
+        from `invoice_status` as `right_record`
+        where
+            `right_record`.`zync_replay_of` is null and `value`.`op` in ('c', 'r')
+    ) as `right_record`
+        on `left_record`.`value`.`after`.`ID` = `right_record`.`value`.`after`.`InvoiceID`
+        and `left_record`.`zync_pair` = `right_record`.`zync_pair`
 ),
 
 -- transform 2 (invoices.yml:21): stateless InvoiceStatus, one event per pending record
 -- where: value.op = 'u'
 rule_2 as (
-    SELECT
-        ARRAY({{ zync_coordinates('in_record') }}) AS `consumed`,
-        {{ zync_ordering('in_record') }} AS `ordering`,
-        NAMED_STRUCT('ID', `in_record`.`value`.`after`.`InvoiceID`) AS `key`,
-        `in_record`.`value`.`after`.`InvoiceID` AS `value__ID`,
-        NULL AS `value__customer`,
-        NULL AS `value__item`,
-        `in_record`.`value`.`after`.`status` AS `value__invoice_status`,
-        ARRAY('ID', 'invoice_status') AS `fields`
-    FROM `invoice_status` AS `in_record`
-    LEFT ANTI JOIN (
-        SELECT
-            EXPLODE(`consumed`) AS `record`
-        FROM `rule_1`
-    ) AS `consumed_before`
-        ON `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
-        AND `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
-        AND `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
-    WHERE
-        `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'u'
+    select
+        array({{ zync_coordinates('in_record') }}) as `consumed`,
+        {{ zync_ordering('in_record') }} as `ordering`,
+        named_struct('ID', `in_record`.`value`.`after`.`InvoiceID`) as `key`,
+        `in_record`.`value`.`after`.`InvoiceID` as `value__ID`,
+        null as `value__customer`,
+        null as `value__item`,
+        `in_record`.`value`.`after`.`status` as `value__invoice_status`,
+        array('ID', 'invoice_status') as `fields`
+    from `invoice_status` as `in_record`
+    left anti join (
+        select
+            explode(`consumed`) as `record`
+        from `rule_1`
+    ) as `consumed_before`
+        on `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
+        and `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
+        and `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
+    where
+        `in_record`.`zync_replay_of` is null and `value`.`op` = 'u'
 ),
 
 -- transform 3 (invoices.yml:27): stateless Invoices, one event per pending record
 -- where: value.op = 'u'
 rule_3 as (
-    SELECT
-        ARRAY({{ zync_coordinates('in_record') }}) AS `consumed`,
-        {{ zync_ordering('in_record') }} AS `ordering`,
-        `in_record`.`key` AS `key`,
-        `in_record`.`value`.`after`.`ID` AS `value__ID`,
-        `in_record`.`value`.`after`.`customer` AS `value__customer`,
-        `in_record`.`value`.`after`.`item` AS `value__item`,
-        NULL AS `value__invoice_status`,
-        ARRAY('ID', 'customer', 'item') AS `fields`
-    FROM `invoices` AS `in_record`
-    LEFT ANTI JOIN (
-        SELECT
-            EXPLODE(`consumed`) AS `record`
-        FROM `rule_1`
-    ) AS `consumed_before`
-        ON `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
-        AND `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
-        AND `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
-    WHERE
-        `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'u'
+    select
+        array({{ zync_coordinates('in_record') }}) as `consumed`,
+        {{ zync_ordering('in_record') }} as `ordering`,
+        `in_record`.`key` as `key`,
+        `in_record`.`value`.`after`.`ID` as `value__ID`,
+        `in_record`.`value`.`after`.`customer` as `value__customer`,
+        `in_record`.`value`.`after`.`item` as `value__item`,
+        null as `value__invoice_status`,
+        array('ID', 'customer', 'item') as `fields`
+    from `invoices` as `in_record`
+    left anti join (
+        select
+            explode(`consumed`) as `record`
+        from `rule_1`
+    ) as `consumed_before`
+        on `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
+        and `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
+        and `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
+    where
+        `in_record`.`zync_replay_of` is null and `value`.`op` = 'u'
 ),
 
 -- transform 4 (invoices.yml:36): stateless Invoices, one event per pending record
 -- where: value.op = 'd'
 rule_4 as (
-    SELECT
-        ARRAY({{ zync_coordinates('in_record') }}) AS `consumed`,
-        {{ zync_ordering('in_record') }} AS `ordering`,
-        `in_record`.`key` AS `key`,
-        NULL AS `value__ID`,
-        NULL AS `value__customer`,
-        NULL AS `value__item`,
-        NULL AS `value__invoice_status`,
-        CAST(NULL AS ARRAY<STRING>) AS `fields`
-    FROM `invoices` AS `in_record`
-    LEFT ANTI JOIN (
-        SELECT
-            EXPLODE(`consumed`) AS `record`
-        FROM `rule_1`
-        UNION ALL
-        SELECT
-            EXPLODE(`consumed`) AS `record`
-        FROM `rule_3`
-    ) AS `consumed_before`
-        ON `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
-        AND `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
-        AND `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
-    WHERE
-        `in_record`.`zync_replay_of` IS NULL AND `value`.`op` = 'd'
+    select
+        array({{ zync_coordinates('in_record') }}) as `consumed`,
+        {{ zync_ordering('in_record') }} as `ordering`,
+        `in_record`.`key` as `key`,
+        null as `value__ID`,
+        null as `value__customer`,
+        null as `value__item`,
+        null as `value__invoice_status`,
+        cast(null as array<string>) as `fields`
+    from `invoices` as `in_record`
+    left anti join (
+        select
+            explode(`consumed`) as `record`
+        from `rule_1`
+        union all
+        select
+            explode(`consumed`) as `record`
+        from `rule_3`
+    ) as `consumed_before`
+        on `in_record`.`kafka`.`topic` = `consumed_before`.`record`.`topic`
+        and `in_record`.`kafka`.`partition` = `consumed_before`.`record`.`partition`
+        and `in_record`.`kafka`.`offset` = `consumed_before`.`record`.`offset`
+    where
+        `in_record`.`zync_replay_of` is null and `value`.`op` = 'd'
 ),
 
 -- every transformation event of this run, one row each
 events as (
-    SELECT
+    select
         *
-    FROM `rule_1`
-    UNION ALL
-    SELECT
+    from `rule_1`
+    union all
+    select
         *
-    FROM `rule_2`
-    UNION ALL
-    SELECT
+    from `rule_2`
+    union all
+    select
         *
-    FROM `rule_3`
-    UNION ALL
-    SELECT
+    from `rule_3`
+    union all
+    select
         *
-    FROM `rule_4`
+    from `rule_4`
 ),
 
 -- whether some rule could ever take each pending Invoices record: one none can (a tombstone, an op
 -- no `where` admits, a null join key) is done at once as `skipped`, not left to hold back its key
 invoices_takeable as (
-    SELECT
+    select
         `in_record`.*,
-        COALESCE(
+        coalesce(
             (
-                `value`.`op` IN ('c', 'r') AND NOT `in_record`.`value`.`after`.`ID` IS NULL
+                `value`.`op` in ('c', 'r') and not `in_record`.`value`.`after`.`ID` is null
             )
-            OR `value`.`op` = 'u'
-            OR `value`.`op` = 'd',
-            FALSE
-        ) AS `zync_takeable`
-    FROM `invoices` AS `in_record`
+            or `value`.`op` = 'u'
+            or `value`.`op` = 'd',
+            false
+        ) as `zync_takeable`
+    from `invoices` as `in_record`
 ),
 
 -- whether some rule could ever take each pending InvoiceStatus record: one none can (a tombstone, an op
 -- no `where` admits, a null join key) is done at once as `skipped`, not left to hold back its key
 invoice_status_takeable as (
-    SELECT
+    select
         `in_record`.*,
-        COALESCE(
-            (
-                `value`.`op` IN ('c', 'r')
-                AND NOT `in_record`.`value`.`after`.`InvoiceID` IS NULL
-            )
-            OR `value`.`op` = 'u',
-            FALSE
-        ) AS `zync_takeable`
-    FROM `invoice_status` AS `in_record`
+        coalesce((
+            `value`.`op` in ('c', 'r') and not `in_record`.`value`.`after`.`InvoiceID` is null
+        ) or `value`.`op` = 'u', false) as `zync_takeable`
+    from `invoice_status` as `in_record`
 ),
 
 -- per-key order, expiry, the cursors and output offsets: the rows this run appends
@@ -201,24 +196,15 @@ invoice_status_takeable as (
 ) }}
 
 -- out rows (key, value, the fields they carry), done rows (status) and cursor rows
-SELECT
+select
     `kafka`,
     `kind`,
     `key`,
-    CASE
-        WHEN NOT `fields` IS NULL
-        THEN NAMED_STRUCT(
-            'ID',
-            `value__ID`,
-            'customer',
-            `value__customer`,
-            'item',
-            `value__item`,
-            'invoice_status',
-            `value__invoice_status`
-        )
-    END AS `value`,
+    case
+        when not `fields` is null
+        then named_struct('ID', `value__ID`, 'customer', `value__customer`, 'item', `value__item`, 'invoice_status', `value__invoice_status`)
+    end as `value`,
     `fields`,
     `status`,
     `run_id`
-FROM `zync_output_rows`
+from `zync_output_rows`
