@@ -51,19 +51,23 @@ def B(offset, key, op, ref, name, **kw):
     return raw_row("etlcOrdB", offset, key, op, id=key, ref=ref, name=name, **kw)
 
 
-@pytest.fixture(params=["one task", "parallel"])
+BOTH_PLANS = pytest.mark.parametrize("project", ["one task", "parallel"], indirect=True)
+
+
+@pytest.fixture
 def project(request, project):
     """The scratch project, its runs planned as a small run (one task, macros/etl/zync_output_rows.sql's
     zync_small_run) or as a large one (var zync_one_task_below: 0): per-key order must decide the same."""
 
     def make(transforms: dict[str, str], **options):
         made = project(transforms, **options)
-        if request.param == "parallel":
+        plan = getattr(request, "param", "one task")
+        if plan == "parallel":
             settings = made.path / "dbt_project.yml"
             loaded = yaml.safe_load(settings.read_text())
             loaded["vars"]["zync_one_task_below"] = 0
             settings.write_text(yaml.safe_dump(loaded, sort_keys=False))
-        made.plan = request.param
+        made.plan = plan
         return made
 
     return make
@@ -87,6 +91,7 @@ def done(p) -> dict[tuple[str, int], str]:
     return {(r.kafka.topic, r.kafka.offset): r.status for r in p.rows(OUT, "kind = 'done'")}
 
 
+@BOTH_PLANS
 def test_a_small_run_is_planned_in_one_task(tables, project, spark):
     etl = project({"order.yml": transform()})
     append_raw(spark, RAW_A, [A(0, 1, "c")])
@@ -99,6 +104,7 @@ def test_a_small_run_is_planned_in_one_task(tables, project, spark):
     assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1})]
 
 
+@BOTH_PLANS
 def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spark):
     etl = project({"order.yml": transform()})
     # The status row's create waits for its invoice; its update must wait too.
@@ -137,6 +143,7 @@ def test_etl_status_counts_the_pending_records_the_pending_report_shows(tables, 
     assert {i.topic: sum(p.pending for p in i.partitions) for i in status.inputs} == report
 
 
+@BOTH_PLANS
 def test_a_dropped_pair_frees_its_partner_which_holds_back_its_own_key(tables, project, spark):
     etl = project({"order.yml": transform()})
     # A0 waits for a partner that never comes (id 7); A1 (same key) may not
@@ -172,6 +179,7 @@ def test_records_no_rule_can_take_are_skipped_and_never_hold_their_key_back(tabl
     assert etl.pending(OUT) == []
 
 
+@BOTH_PLANS
 def test_expired_records_get_done_rows_and_free_their_key_and_the_cursor(tables, project, spark):
     etl = project({"expiry.yml": transform(expire_a=", expire-after: 3", expire_b=", expire-after: 1m")})
     # A0 (key 1) never finds a partner; three newer A records later it expires.
