@@ -1,6 +1,6 @@
 """Where a busy `zync run` cycle's time goes, measured in-process.
 
-    .venv/bin/python bench/cycle_profile.py [--cycles 6] [--events 300] [--keep]
+    .venv/bin/python bench/cycle_profile.py [--cycles 6] [--events 300] [--explain] [--keep]
 
 One command, alone on the machine (its own state folder and ports). It builds
 the invoices project (bench/latency.py's stream shape), starts the service
@@ -62,7 +62,6 @@ class StatementClock:
                 return original(session, query, *args, **kwargs)
             finally:
                 seconds = time.perf_counter() - started
-                self.stage_seconds = 0.0
                 text = " ".join(str(query).split())
                 text = text[text.find("*/") + 3:] if text.startswith("/*") else text
                 self.calls.append((text[:100], seconds, self._stage_summary(session, first_stage)))
@@ -103,7 +102,7 @@ class StatementClock:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cycles", type=int, default=6)
+    parser.add_argument("--cycles", type=int, default=6, help="warm cycles after the first (default 6)")
     parser.add_argument("--events", type=int, default=300, help="events produced before each cycle")
     parser.add_argument("--explain", action="store_true",
                         help="write each output INSERT and its physical plan to bench/out/cycle_profile_insert_N.txt")
