@@ -117,7 +117,7 @@ true
   coalesced to one partition, and zync_keep_key_order broadcasts the events'
   claims so that their join keeps it). `zync run`'s cycles see a few
   hundred records, and there the stages, not the rows, were the cost
-  (39 stages for ~300 events, 18-22 in one task). A backfill of millions
+  (39 stages for ~300 events, 22-26 in one task). A backfill of millions
   keeps its parallel plan. A render without a run (dbt compile, docs)
   leaves no note: not small.
 #}
