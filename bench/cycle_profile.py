@@ -14,8 +14,10 @@ project's parse, the tables' creation) is reported apart.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import re
 import shutil
 import sys
@@ -37,9 +39,10 @@ OUT = ROOT / "bench" / "out"
 class StatementClock:
     """Times every SparkSession.sql call of this process (dbt-spark's session method goes through it)."""
 
-    def __init__(self, explain_to: Path | None = None):
+    def __init__(self, explain_to: Path | None = None, stages: bool = True):
         from pyspark.sql import SparkSession
 
+        self.stages = stages  # reading the status store costs each statement ~0.1 s, growing with the stages run
         self.explain_to = explain_to  # where each output INSERT's text and physical plan go (numbered)
         self.explained = 0
 
@@ -56,7 +59,7 @@ class StatementClock:
                 self.explained += 1
                 path = self.explain_to.with_name(f"{self.explain_to.stem}_{self.explained}{self.explain_to.suffix}")
                 path.write_text(str(query) + "\n\n" + plan)
-            first_stage = self._stages(session)
+            first_stage = self._stages(session) if self.stages else None
             started = time.perf_counter()
             try:
                 return original(session, query, *args, **kwargs)
@@ -64,7 +67,7 @@ class StatementClock:
                 seconds = time.perf_counter() - started
                 text = " ".join(str(query).split())
                 text = text[text.find("*/") + 3:] if text.startswith("/*") else text
-                self.calls.append((text[:100], seconds, self._stage_summary(session, first_stage)))
+                self.calls.append((text[:100], seconds, self._stage_summary(session, first_stage) if self.stages else ""))
 
         SparkSession.sql = timed
 
@@ -106,7 +109,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=300, help="events produced before each cycle")
     parser.add_argument("--explain", action="store_true",
                         help="write each output INSERT and its physical plan to bench/out/cycle_profile_insert_N.txt")
+    parser.add_argument("--no-stages", action="store_true",
+                        help="do not read each statement's Spark stages (the status store's reads cost time that grows "
+                             "with the stages run: leave them out when the cycle's time is the figure)")
     parser.add_argument("--keep", action="store_true", help="keep the services and state afterwards")
+    parser.add_argument("--python-profile", action="store_true",
+                        help="also profile the warm cycles' Python (cProfile): the functions with the most "
+                             "cumulative time, printed at the end; the whole profile in bench/out/cycle_profile.pstats")
     args = parser.parse_args()
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -122,7 +131,23 @@ def main() -> None:
     project = invoices_project(STATE / "projects", "Prof")
     os.environ["ZYNC_PROJECT_DIR"] = str(project.path)
     os.chdir(project.path)
-    clock = StatementClock(OUT / "cycle_profile_insert.txt" if args.explain else None)
+    python_profile = cProfile.Profile() if args.python_profile else None
+    node_profile = cProfile.Profile() if args.python_profile else None
+    if node_profile:
+        # dbt runs each model in a worker thread, which the main thread's profile does not see
+        from dbt.task.runnable import GraphRunnableTask
+
+        call_runner = GraphRunnableTask.call_runner
+
+        def profiled_call_runner(task, runner):
+            node_profile.enable()
+            try:
+                return call_runner(task, runner)
+            finally:
+                node_profile.disable()
+
+        GraphRunnableTask.call_runner = profiled_call_runner
+    clock = StatementClock(OUT / "cycle_profile_insert.txt" if args.explain else None, stages=not args.no_stages)
     producer = Producer(target, project)
     invoice = 0
     cycles = []
@@ -138,9 +163,13 @@ def main() -> None:
                     invoice += 1
                 producer.producer.flush(30)
                 started = time.perf_counter()
+                if python_profile and n > 0:
+                    python_profile.enable()
                 reports = service.cycle()
                 while service.rerun:  # the held-back records' run, as zync run does it next
                     reports += service.cycle()
+                if python_profile:
+                    python_profile.disable()
                 total = time.perf_counter() - started
                 calls = clock.take()
                 cycle = {"cycle": n, "seconds": round(total, 2), "events": sent,
@@ -166,6 +195,13 @@ def main() -> None:
         print(f"  {sum(times):7.2f} s  {len(times):4d}x  {text}")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "cycle_profile.json").write_text(json.dumps(cycles, indent=1))
+    if python_profile:
+        python_profile.dump_stats(OUT / "cycle_profile.pstats")
+        print("\nPython over the warm cycles, by cumulative time (time in spark.sql included):")
+        pstats.Stats(python_profile).sort_stats("cumulative").print_stats(45)
+        node_profile.dump_stats(OUT / "cycle_profile_nodes.pstats")
+        print("\ndbt's model threads (every cycle, the warm-up's included), by cumulative time:")
+        pstats.Stats(node_profile).sort_stats("cumulative").print_stats(70)
 
 
 if __name__ == "__main__":
