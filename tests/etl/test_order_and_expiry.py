@@ -179,7 +179,6 @@ def test_records_no_rule_can_take_are_skipped_and_never_hold_their_key_back(tabl
     assert etl.pending(OUT) == []
 
 
-@BOTH_PLANS
 def test_expired_records_get_done_rows_and_free_their_key_and_the_cursor(tables, project, spark):
     etl = project({"expiry.yml": transform(expire_a=", expire-after: 3", expire_b=", expire-after: 1m")})
     # A0 (key 1) never finds a partner; three newer A records later it expires.
