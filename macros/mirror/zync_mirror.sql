@@ -16,6 +16,8 @@
   - otherwise: the last change per key past the mirror's cursor as a cached
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
     commit, which carries the cursor past the changes.
+  A table property the model's config names (deletion vectors) is set on a
+  mirror made before it was (zync_mirror_apply_properties).
   Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
   run a scan of the mirror for it. A run whose mirror another run moved since
   it read its changes writes nothing (zync_mirror_unmoved_cursor).
@@ -64,12 +66,18 @@
       set spark.databricks.delta.schema.autoMerge.enabled = true
     {%- endcall -%}
     {%- set read_from = zync_mirror_unmoved_cursor(target_relation, changes_relation) -%}
+    {%- do zync_mirror_apply_properties(target_relation, config.get('tblproperties') or {}) -%}
     {%- set merged = zync_mirror_evolve_schema(target_relation, changes_relation,
                                               zync_after_defaults(zync_mirror_source()) if zync_mirror_columns_are_after(columns) else {}) -%}
     {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
+    {#- The changes' keys written into the MERGE (zync_mirror_key_filter) up to a number of them that
+        Spark parses in well under a second. -#}
+    {%- set key_filter = zync_mirror_key_filter(changes_relation, key)
+                         if 0 < changes <= var('zync_mirror_key_filter_rows', 100000) else none -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ zync_mirror_merge_sql(target_relation, changes_relation, key, merged, settings.delete,
-                               broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000)) }}
+                               broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000),
+                               key_filter=key_filter) }}
     {%- endcall -%}
     {%- call statement('uncache_changes') -%}
       uncache table if exists {{ changes_relation }}
@@ -122,4 +130,30 @@
         ~ ' This run wrote nothing; run it again.') }}
   {%- endif -%}
   {{ return(current) }}
+{%- endmacro %}
+
+{#
+  Sets on an existing mirror each table property of the model's config
+  (`properties`, {name: value}) that it lacks or holds another value of: a
+  mirror built before the property was generated (deletion vectors) gets it
+  on its next incremental run, not only on a rebuild. A property commit
+  changes no row, so the cursor stays vouched for (zync_mirror_committed_cursor).
+#}
+{% macro zync_mirror_apply_properties(mirror_relation, properties) -%}
+  {%- if not properties -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set held = {} -%}
+  {%- for row in run_query('show tblproperties ' ~ mirror_relation).rows -%}
+    {%- do held.update({row[0] | lower: row[1] | string | lower}) -%}
+  {%- endfor -%}
+  {%- set missing = [] -%}
+  {%- for name, value in properties.items() if held.get(name | lower) != value | string | lower -%}
+    {%- do missing.append("'" ~ name ~ "' = '" ~ value ~ "'") -%}
+  {%- endfor -%}
+  {%- if missing -%}
+    {%- call statement('apply_properties') -%}
+      alter table {{ mirror_relation }} set tblproperties ({{ missing | join(', ') }})
+    {%- endcall -%}
+  {%- endif -%}
 {%- endmacro %}
