@@ -1,19 +1,33 @@
 """Benchmark: one incremental mirror run vs rebuilding the mirror from the whole raw history.
 
-    .venv/bin/python bench/mirror_merge.py [--rows 1000000] [--changes 100000]
+    .venv/bin/python bench/mirror_merge.py [--cases 10000x1000000,10000x10000000,100000x1000000]
+        [--designs zync-run,dbt-run,dbt-run-no-key-filter,rebuild] [--repeat 2] [--reuse]
 
-Builds, with Spark, a raw Debezium table in the shape `zync from-kafka` writes:
-ROWS snapshot reads (op r), then CHANGES more records (70% updates of existing
-keys, 20% inserts of new keys, 10% deletes) in a mixed order. A scratch dbt
-project holds two copies of the same hard-delete mirror:
-- bench_mirror: built from the snapshot, then timed: ONE incremental `dbt run`
-  applying the CHANGES (cursor filter + last-change-per-key + one Delta MERGE);
-- bench_mirror_rebuild (the anchor): the same model, timed `dbt run
-  --full-refresh`: the mirror recomputed from all ROWS + CHANGES raw records
-  (CREATE OR REPLACE TABLE AS the last change per key; of zync's cursor
-  bookkeeping only the raw offsets' read before it).
-Asserts the two tables hold identical rows, prints both timings and the ratio
-(target: incremental >= 5x faster), and writes bench/out/mirror_merge.json.
+Each case CHANGESxROWS: a raw Debezium table in the shape `zync from-kafka`
+writes holds ROWS snapshot reads (op r), then CHANGES more records (70%
+updates and 10% deletes of distinct existing keys spread over the whole key
+space, 20% inserts of new keys after the largest, as a database's sequence
+gives them) in a mixed offset order. A scratch dbt project holds two copies
+of the same hard-delete mirror of it: `bench_mirror_<ROWS>`, built from the
+snapshot, then brought back to that state (RESTORE) before each incremental
+run, and `bench_mirror_<ROWS>_rebuild`. Designs, alternated `--repeat` times,
+every run's time printed:
+- zync-run: ONE incremental run as `zync run` runs it: in-process on the warm
+  Spark session, the manifest parsed once (service/project.py), no dbt start-up;
+- dbt-run: the same run as a `dbt run --select` invocation (in-process: dbt's
+  start-up and partial parse, no JVM start);
+- dbt-run-no-key-filter: dbt-run with the MERGE's target-side key filter off
+  (`--vars '{zync_mirror_key_filter_rows: 0}'`: the MERGE before it);
+- rebuild (the anchor): `dbt run --full-refresh` of the rebuild copy: the
+  mirror recomputed from all ROWS + CHANGES raw records.
+After every run the mirror's contents are asserted identical to the rebuild's
+(row count, and the sum of a 64-bit hash of every row). Each incremental run's
+Spark SQL statements are timed in-process (the slowest printed) with the
+MERGE's own metrics (Delta's scan and rewrite times), to show where the time
+goes. JSON to bench/out/mirror_merge.json.
+--reuse keeps the raw tables and mirrors between invocations (a 10,000,000-row
+snapshot and its first build take minutes on 2 cores): the raw table is
+restored to its snapshot (version 0) and the case's changes appended again.
 Runs on its own state folder (bench/out/state) and catalog (port $BENCH_CATALOG_PORT, default 26527).
 """
 
@@ -35,21 +49,28 @@ os.environ.setdefault("ZYNC_CATALOG_PORT", os.environ.get("BENCH_CATALOG_PORT", 
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 sys.path.insert(0, str(ROOT))
 
-
 TOPIC = "BenchAccounts"
-RAW = "bench_raw_accounts"
-MIRRORS = f"""\
-mirrors:
-  - model: bench_mirror
-    topic: {TOPIC}
-    table: {RAW}
-  - model: bench_mirror_rebuild
-    topic: {TOPIC}
-    table: {RAW}
-"""
 AFTER_TYPE = "struct<ID:bigint,name:string,balance:bigint,city:string>"
 # Bijections of 0..n-1 (multipliers coprime with n) spread keys and offsets without a shuffle.
 KEY_STEP, OFFSET_STEP = 7919, 48271
+DESIGNS = ("zync-run", "dbt-run", "dbt-run-no-key-filter", "rebuild")
+IMAGE = "named_struct('ID', {k}, 'name', concat('{p}', {k}), 'balance', ({k} * 37 + {s}) % 10000, 'city', concat('city-', {k} % 97))"
+
+
+def raw_name(rows: int) -> str:
+    return f"bench_raw_accounts_{rows}"
+
+
+def mirror_name(rows: int) -> str:
+    return f"bench_mirror_{rows}"
+
+
+def mirrors_yaml(row_counts: list[int]) -> str:
+    lines = ["mirrors:"]
+    for rows in row_counts:
+        for model in (mirror_name(rows), mirror_name(rows) + "_rebuild"):
+            lines += [f"  - model: {model}", f"    topic: {TOPIC}", f"    table: {raw_name(rows)}"]
+    return "\n".join(lines) + "\n"
 
 
 def raw_rows(spark, ids_sql: str, op_sql: str, key_sql: str, offset_sql: str, after_sql: str, before_sql: str):
@@ -65,62 +86,216 @@ def raw_rows(spark, ids_sql: str, op_sql: str, key_sql: str, offset_sql: str, af
     """)
 
 
-IMAGE = "named_struct('ID', {k}, 'name', concat('{p}', {k}), 'balance', ({k} * 37 + {s}) % 10000, 'city', concat('city-', {k} % 97))"
-
-
 def write_snapshot(spark, rows: int) -> None:
-    """ROWS snapshot reads, offsets 0..ROWS-1, in 8 files ordered by offset (as ingest batches would be)."""
+    """ROWS snapshot reads, offsets 0..ROWS-1, ordered by offset (as ingest batches would be): version 0."""
     spark.sql("create schema if not exists zync")
-    spark.sql(f"drop table if exists zync.{RAW}")
-    snapshot = raw_rows(spark, f"range(0, {rows}, 1, 8)", "'r'", "id", "id",
+    spark.sql(f"drop table if exists zync.{raw_name(rows)}")
+    snapshot = raw_rows(spark, f"range(0, {rows}, 1, {max(8, rows // 1_000_000)})", "'r'", "id", "id",
                         IMAGE.format(k="id", p="name-", s=0), f"cast(null as {AFTER_TYPE})")
-    snapshot.write.format("delta").saveAsTable(f"zync.{RAW}")
+    snapshot.write.format("delta").saveAsTable(f"zync.{raw_name(rows)}")
 
 
 def append_changes(spark, rows: int, changes: int) -> dict[str, int]:
     """CHANGES records after the snapshot: 70% updates, 10% deletes (distinct existing keys), 20% inserts."""
-    image = IMAGE
     updates, inserts = int(changes * 0.7), int(changes * 0.2)
     deletes = changes - updates - inserts
-    key = f"(id * {KEY_STEP} + 13) % {rows}"  # distinct existing keys for updates and deletes
+    key = f"(id * {KEY_STEP} + 13) % {rows}"  # distinct existing keys over the whole key space
     offset = f"{rows} + (id * {OFFSET_STEP}) % {changes}"
-    change_sql = f"""
-        case when id < {updates} then 'u' when id < {updates + deletes} then 'd' else 'c' end
-    """
+    change_sql = f"case when id < {updates} then 'u' when id < {updates + deletes} then 'd' else 'c' end"
     key_sql = f"case when id < {updates + deletes} then {key} else {rows} + id end"
-    after = f"case when id < {updates} or id >= {updates + deletes} then {image.format(k=key_sql, p='changed-', s=1)} end"
-    before = f"case when id < {updates + deletes} then {image.format(k=key_sql, p='name-', s=0)} end"
+    after = f"case when id < {updates} or id >= {updates + deletes} then {IMAGE.format(k=key_sql, p='changed-', s=1)} end"
+    before = f"case when id < {updates + deletes} then {IMAGE.format(k=key_sql, p='name-', s=0)} end"
     batch = raw_rows(spark, f"range(0, {changes}, 1, 2)", change_sql, key_sql, offset, after, before)
-    batch.write.format("delta").mode("append").saveAsTable(f"zync.{RAW}")
+    batch.write.format("delta").mode("append").saveAsTable(f"zync.{raw_name(rows)}")
     return {"updates": updates, "inserts": inserts, "deletes": deletes}
 
 
-def scratch_project() -> Path:
-    from tests.support.scratch import make_scratch_project
+class StatementClock:
+    """Times every SparkSession.sql call of this process (dbt-spark's session method goes through it)."""
 
-    # The model's select is the raw changes as the mirror's columns; a plain `table` of it is no mirror, so
-    # the anchor is the same zync_mirror model rebuilt (--full-refresh).
-    return make_scratch_project(OUT / "project", {"bench_mirrors.yml": MIRRORS}).path
+    def __init__(self):
+        from pyspark.sql import SparkSession
+
+        self.calls: list[tuple[str, float]] = []
+        self.on = False
+        original = SparkSession.sql
+
+        def timed(session, query, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(session, query, *args, **kwargs)
+            finally:
+                if self.on:
+                    text = " ".join(str(query).split())
+                    text = text[text.find("*/") + 3:] if text.startswith("/*") else text
+                    self.calls.append((text[:90], time.perf_counter() - started))
+
+        SparkSession.sql = timed
+
+    def start(self) -> None:
+        self.calls, self.on = [], True
+
+    def take(self) -> list[tuple[str, float]]:
+        self.on = False
+        calls, self.calls = self.calls, []
+        return calls
 
 
-def dbt(project: Path, *args: str) -> float:
-    from dbt.cli.main import dbtRunner
+class Bench:
+    def __init__(self, spark, project: Path, clock: StatementClock):
+        from service.project import DbtProject
 
-    os.chdir(project)
-    started = time.perf_counter()
-    result = dbtRunner().invoke([*args, "--quiet", "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")])
-    elapsed = time.perf_counter() - started
-    if not result.success:
-        raise SystemExit(f"dbt {' '.join(args)} failed: {result.exception or result.result}")
-    return elapsed
+        self.spark, self.project, self.clock = spark, project, clock
+        self.service = DbtProject(project, "local")  # as `zync run` holds it: parsed once
+        self.service.parse()
+
+    def dbt(self, *args: str) -> float:
+        from dbt.cli.main import dbtRunner
+
+        os.chdir(self.project)
+        started = time.perf_counter()
+        result = dbtRunner().invoke([*args, "--quiet", "--project-dir", str(self.project),
+                                     "--profiles-dir", str(ROOT / "profiles")])
+        elapsed = time.perf_counter() - started
+        if not result.success:
+            raise SystemExit(f"dbt {' '.join(args)} failed: {result.exception or result.result}")
+        return elapsed
+
+    def zync_run(self, model: str) -> float:
+        started = time.perf_counter()
+        ran = self.service.run([model])
+        elapsed = time.perf_counter() - started
+        if not all(r.ok for r in ran):
+            raise SystemExit(f"zync run of {model} failed: {ran}")
+        return elapsed
+
+    def history(self, table: str):
+        return self.spark.sql(f"describe history zync.{table}").orderBy("version", ascending=False)
+
+    def fingerprint(self, table: str, columns: list[str]) -> tuple[int, str]:
+        names = ", ".join(f"`{c}`" for c in columns)
+        row = self.spark.sql(f"select count(*), cast(sum(cast(xxhash64({names}) as decimal(38, 0))) as string) "
+                             f"from zync.{table}").first()
+        return row[0], row[1]
+
+    def reset_mirror(self, rows: int) -> None:
+        """The mirror back to its snapshot build (version 0); the RESTORE carries version 0's cursor, as the
+        build did, so that the run reads it from the newest commit however long the history has grown."""
+        mirror = mirror_name(rows)
+        if self.history(mirror).first()["version"] == 0:
+            return
+        built = self.spark.sql(f"describe history zync.{mirror}").where("version = 0").first()["userMetadata"]
+        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", built)
+        try:
+            self.spark.sql(f"restore table zync.{mirror} to version as of 0")
+        finally:
+            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+
+    def prepare(self, rows: int, changes: int, reuse: bool) -> dict:
+        """The raw table at its snapshot plus this case's changes; the mirror at its snapshot build."""
+        raw, mirror = raw_name(rows), mirror_name(rows)
+        tables = {t.name for t in self.spark.catalog.listTables("zync")} if self.spark.catalog.databaseExists("zync") else set()
+        started = time.perf_counter()
+        fresh = not (reuse and raw in tables and mirror in tables
+                     and self.spark.sql(f"select count(*) from zync.{raw} version as of 0").first()[0] == rows)
+        if fresh:
+            self.spark.sql(f"drop table if exists zync.{mirror}")
+            write_snapshot(self.spark, rows)
+            self.zync_run(mirror)  # first run: built from the snapshot (version 0)
+        else:
+            self.spark.sql(f"restore table zync.{raw} to version as of 0")
+            self.reset_mirror(rows)
+        mix = append_changes(self.spark, rows, changes)
+        return {**mix, "prepared_fresh": fresh, "prepare_seconds": round(time.perf_counter() - started, 1)}
+
+    def run_case(self, rows: int, changes: int, designs: list[str], repeat: int, reuse: bool) -> dict:
+        mirror, rebuild = mirror_name(rows), mirror_name(rows) + "_rebuild"
+        case = {"rows": rows, "changes": changes, **self.prepare(rows, changes, reuse)}
+        print(f"\n{changes:,} changes into {rows:,} rows ({case['updates']:,} updates, {case['inserts']:,} inserts, "
+              f"{case['deletes']:,} deletes); prepared in {case['prepare_seconds']} s", flush=True)
+        if "rebuild" not in designs:  # the reference contents all the same
+            self.dbt("run", "--select", rebuild, "--full-refresh")
+        expected = None
+        runs: dict[str, list[float]] = {d: [] for d in designs}
+        profiles: dict[str, list] = {d: [] for d in designs if d != "rebuild"}
+        loads = []
+        for attempt in range(repeat):
+            for design in designs:
+                loads.append(round(os.getloadavg()[0], 1))
+                if design == "rebuild":
+                    seconds = self.dbt("run", "--select", rebuild, "--full-refresh")
+                    columns = self.spark.table(f"zync.{rebuild}").columns
+                    expected = self.fingerprint(rebuild, columns)
+                    runs[design].append(round(seconds, 2))
+                    print(f"  {design:24s} run {attempt + 1}: {seconds:6.2f} s", flush=True)
+                    continue
+                self.reset_mirror(rows)
+                self.clock.start()
+                if design == "zync-run":
+                    seconds = self.zync_run(mirror)
+                elif design == "dbt-run":
+                    seconds = self.dbt("run", "--select", mirror)
+                else:
+                    seconds = self.dbt("run", "--select", mirror, "--vars", "{zync_mirror_key_filter_rows: 0}")
+                statements = self.clock.take()
+                merge = self.history(mirror).first()
+                metrics = dict(merge["operationMetrics"] or {})
+                runs[design].append(round(seconds, 2))
+                profiles[design].append({
+                    "seconds": round(seconds, 2),
+                    "spark_sql_seconds": round(sum(s for _, s in statements), 2),
+                    "statements": len(statements),
+                    "slowest": [(text, round(s, 2)) for text, s in sorted(statements, key=lambda c: -c[1])[:6]],
+                    "every_statement": [(text[:60], round(s, 3)) for text, s in statements],
+                    "merge_metrics": {k: metrics.get(k) for k in (
+                        "executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numSourceRows", "numTargetRowsUpdated",
+                        "numTargetRowsInserted", "numTargetRowsDeleted", "numTargetFilesAfterSkipping",
+                        "numTargetFilesBeforeSkipping", "numTargetFilesAdded", "numTargetFilesRemoved",
+                        "numTargetDeletionVectorsAdded", "numTargetDeletionVectorsUpdated")},
+                })
+                assert merge["operation"] == "MERGE", f"the run's last commit is a {merge['operation']}"
+                print(f"  {design:24s} run {attempt + 1}: {seconds:6.2f} s (Spark SQL {profiles[design][-1]['spark_sql_seconds']} s "
+                      f"in {len(statements)} statements; MERGE {metrics.get('executionTimeMs')} ms: scan "
+                      f"{metrics.get('scanTimeMs')}, rewrite {metrics.get('rewriteTimeMs')})", flush=True)
+                if expected is None:
+                    self.dbt("run", "--select", rebuild, "--full-refresh")
+                    expected = self.fingerprint(rebuild, self.spark.table(f"zync.{rebuild}").columns)
+                got = self.fingerprint(mirror, self.spark.table(f"zync.{rebuild}").columns)
+                assert got == expected, f"{design}: contents differ from the rebuild: {got} != {expected}"
+        expected_rows = rows + case["inserts"] - case["deletes"]
+        assert expected[0] == expected_rows, f"{expected[0]} rows, expected {expected_rows}"
+        best = {d: min(r) for d, r in runs.items()}
+        case.update({
+            "runs_seconds": runs, "best_seconds": best, "load_average_before_each": loads,
+            "identical_contents": True, "mirror_rows_after": expected[0], "profiles": profiles,
+        })
+        if "rebuild" in best:
+            case["rebuild_over"] = {d: round(best["rebuild"] / s, 1) for d, s in best.items() if d != "rebuild"}
+        for design, profile in profiles.items():
+            quickest = min(profile, key=lambda p: p["seconds"])
+            print(f"  {design}: best run's slowest statements: "
+                  + "; ".join(f"{s} s {t[:60]!r}" for t, s in quickest["slowest"][:4]))
+            print(f"    MERGE: {quickest['merge_metrics']}")
+        if "rebuild" in best:
+            print(f"  rebuild / incremental (best runs): {case['rebuild_over']}; contents identical "
+                  f"({expected[0]:,} rows)", flush=True)
+        return case
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--changes", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=2, help="measure each side this many times, alternating")
+    parser.add_argument("--cases", default="10000x1000000,10000x10000000,100000x1000000",
+                        help="CHANGESxROWS, comma-separated (default: %(default)s)")
+    parser.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)} (default: all)")
+    parser.add_argument("--repeat", type=int, default=2, help="measure each design this many times, alternating")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the raw tables and mirrors of an earlier invocation (same state folder)")
     args = parser.parse_args()
+    cases = [tuple(int(n) for n in case.lower().split("x")) for case in args.cases.split(",")]
+    designs = [d.strip() for d in args.designs.split(",")]
+    unknown = set(designs) - set(DESIGNS)
+    if unknown:
+        parser.error(f"unknown design(s) {', '.join(sorted(unknown))}: choose from {', '.join(DESIGNS)}")
 
     from zync import services
     from zync.config import load_target
@@ -131,65 +306,28 @@ def main() -> None:
     services.up(target, only={"catalog"})  # its own catalog, on its own port
     atexit.register(services.down, target, ["catalog"])
     spark = spark_session(target)
-    for table in ("bench_mirror", "bench_mirror_rebuild"):
-        spark.sql(f"drop table if exists zync.{table}")
-    project = scratch_project()
+    from tests.support.scratch import make_scratch_project
 
-    started = time.perf_counter()
-    write_snapshot(spark, args.rows)
-    setup_seconds = time.perf_counter() - started
-    initial_seconds = dbt(project, "run", "--select", "bench_mirror")  # first run: built from the snapshot
-    mix = append_changes(spark, args.rows, args.changes)
-
-    # The machine is shared: alternate the two measurements and keep each one's best.
-    start_version = spark.sql("describe history zync.bench_mirror").agg({"version": "max"}).first()[0]
-    incremental_runs, rebuild_runs, loads = [], [], []
-    for attempt in range(args.repeat):
-        if attempt:
-            spark.sql(f"restore table zync.bench_mirror to version as of {start_version}")
-        loads.append(round(os.getloadavg()[0], 1))
-        incremental_runs.append(dbt(project, "run", "--select", "bench_mirror"))
-        merge = spark.sql("describe history zync.bench_mirror").orderBy("version", ascending=False).first()
-        loads.append(round(os.getloadavg()[0], 1))
-        rebuild_runs.append(dbt(project, "run", "--select", "bench_mirror_rebuild", "--full-refresh"))
-    incremental_seconds, rebuild_seconds = min(incremental_runs), min(rebuild_runs)
-
-    columns = ", ".join(f"`{c}`" for c in spark.table("zync.bench_mirror_rebuild").columns)
-    only_incremental = spark.sql(f"select {columns} from zync.bench_mirror except all select {columns} from zync.bench_mirror_rebuild").count()
-    only_rebuild = spark.sql(f"select {columns} from zync.bench_mirror_rebuild except all select {columns} from zync.bench_mirror").count()
-    mirror_rows = spark.table("zync.bench_mirror").count()
-    expected_rows = args.rows + mix["inserts"] - mix["deletes"]
-    assert only_incremental == 0 and only_rebuild == 0, f"contents differ: {only_incremental} / {only_rebuild} rows"
-    assert mirror_rows == expected_rows, f"{mirror_rows} rows, expected {expected_rows}"
-
+    row_counts = sorted({rows for _, rows in cases})
+    project = make_scratch_project(OUT / "project", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path
+    (project / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
+    clock = StatementClock()
+    bench = Bench(spark, project, clock)
+    results = []
+    for rows in row_counts:  # a row count's cases together: one snapshot each
+        for changes, case_rows in cases:
+            if case_rows == rows:
+                results.append(bench.run_case(rows, changes, designs, args.repeat, args.reuse))
     figures = {
-        "rows": args.rows, "changes": args.changes, **mix,
-        "mirror_rows_after": mirror_rows,
-        "merge_metrics": {k: merge["operationMetrics"].get(k) for k in (
-            "numSourceRows", "numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted",
-            "numTargetFilesAdded", "numTargetFilesRemoved", "numTargetDeletionVectorsAdded")},
-        "setup_seconds": round(setup_seconds, 1),
-        "initial_build_seconds": round(initial_seconds, 1),
-        "incremental_run_seconds": round(incremental_seconds, 1),
-        "rebuild_seconds": round(rebuild_seconds, 1),
-        "incremental_runs_seconds": [round(x, 1) for x in incremental_runs],
-        "rebuild_runs_seconds": [round(x, 1) for x in rebuild_runs],
-        "load_average_before_each": loads,
-        "speedup": round(rebuild_seconds / incremental_seconds, 1),
-        "identical_contents": True,
-        "machine": f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end "
-                   "(shared with other jobs while measured)",
+        "cases": results, "designs": designs, "repeat": args.repeat,
+        "machine": f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end",
     }
     (OUT / "mirror_merge.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"mirror of {args.rows:,} rows, {args.changes:,} changes "
-          f"({mix['updates']:,} updates, {mix['inserts']:,} inserts, {mix['deletes']:,} deletes)")
-    print(f"  MERGE applied: {figures['merge_metrics']}")
-    print(f"  incremental dbt run : {incremental_seconds:7.1f} s (best of {figures['incremental_runs_seconds']})")
-    print(f"  anchor: rebuild from the whole raw history (dbt run --full-refresh): {rebuild_seconds:7.1f} s "
-          f"(best of {figures['rebuild_runs_seconds']})")
-    print(f"  load average before each measurement: {loads}")
-    print(f"  speedup: {figures['speedup']}x (target >= 5x); contents identical ({mirror_rows:,} rows)")
-    print(f"  machine: {figures['machine']}")
+    print("\ncase                     " + "".join(f"{d:>24s}" for d in designs))
+    for case in results:
+        print(f"{case['changes']:>9,} x {case['rows']:>11,}  "
+              + "".join(f"{', '.join(f'{s:.1f}' for s in case['runs_seconds'][d]):>24s}" for d in designs))
+    print(f"machine: {figures['machine']}; JSON: {OUT / 'mirror_merge.json'}")
     spark.stop()
 
 
