@@ -70,10 +70,12 @@
     {%- set merged = zync_mirror_evolve_schema(target_relation, changes_relation,
                                               zync_after_defaults(zync_mirror_source()) if zync_mirror_columns_are_after(columns) else {}) -%}
     {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
-    {#- The changes' keys written into the MERGE (zync_mirror_key_filter) up to a number of them that
-        Spark parses in well under a second. -#}
+    {#- The changes' keys written into the MERGE (zync_mirror_key_filter) only up to a number of them:
+        each of the MERGE's plans carries the list, and at 100,000 keys planning cost more than the
+        filter saved (bench/mirror_merge.py: 20-23 s against 10-11 s at 1,000,000 rows; at 10,000
+        keys it took a 10,000,000-row run from 14.6 to 8.8 s). -#}
     {%- set key_filter = zync_mirror_key_filter(changes_relation, key)
-                         if 0 < changes <= var('zync_mirror_key_filter_rows', 100000) else none -%}
+                         if 0 < changes <= var('zync_mirror_key_filter_rows', 10000) else none -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ zync_mirror_merge_sql(target_relation, changes_relation, key, merged, settings.delete,
                                broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000),
