@@ -59,13 +59,20 @@ def _conf(spark, settings: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
-# Settings tried against the default, each alone. Session settings apply to the ingest's write.
+# Settings tried against the default, each alone. Session settings apply to the ingest's write;
+# zync.bench.* ones are this benchmark's: the Kafka read's task count, and the code of main before
+# this branch (branch ingest-speed), for the same run to show what each change bought.
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
+    "before": {"zync.bench.parquet": "main", "zync.bench.conform": "main"},
+    "parquet-before": {"zync.bench.parquet": "main"},
+    "conform-before": {"zync.bench.conform": "main"},
     "lz4": {"spark.sql.parquet.compression.codec": "lz4"},
     "zstd": {"spark.sql.parquet.compression.codec": "zstd"},
     "uncompressed": {"spark.sql.parquet.compression.codec": "uncompressed"},
     "no-dictionary": {"parquet.enable.dictionary": "false"},
+    "no-dictionary-zstd": {"parquet.enable.dictionary": "false", "spark.sql.parquet.compression.codec": "zstd"},
+    "no-dictionary-lz4": {"parquet.enable.dictionary": "false", "spark.sql.parquet.compression.codec": "lz4"},
     "page-1mb": {"parquet.page.size": str(1 << 20), "parquet.block.size": str(256 << 20)},
     "tasks-4": {"zync.bench.minPartitions": "4"},
     "tasks-1": {"zync.bench.minPartitions": "1"},
@@ -114,7 +121,8 @@ def warm_ingest(spark, target, topic: str, name: str, expect: int, settings: dic
     for k, v in parquet.items():
         hadoop.set(k, v)
     try:
-        with _conf(spark, {k: v for k, v in session.items() if not k.startswith("parquet.")}), _tasks(tasks):
+        with _conf(spark, {k: v for k, v in session.items() if not k.startswith("parquet.")}), _tasks(tasks), \
+                _main_code(settings):
             job = Ingest(target, [topic], location=str(location), progress=ingest_progress(quiet=True))
             started = time.monotonic()
             records = job.run(exit_after=0.0)
@@ -143,6 +151,25 @@ def _empty_like(spark, like: str, location: Path) -> None:
     spark.read.format("delta").load(like).limit(0).write.format("delta").save(str(location))
     texts = ", ".join(f"'{k}' = '" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for k, v in properties.items())
     spark.sql(f"alter table delta.`{location}` set tblproperties ({texts})")
+
+
+@contextmanager
+def _main_code(settings: dict[str, str]) -> Iterator[None]:
+    """main's code before this branch where a variant asks: Parquet's defaults for the raw table
+    (snappy, dictionaries), and the table's types reached by a struct rebuilt field by field."""
+    import ingest.evolution
+    import ingest.table
+
+    parquet, only_nullability = dict(ingest.table.PARQUET_SETTINGS), ingest.evolution.only_nullability
+    if settings.get("zync.bench.parquet") == "main":
+        ingest.table.PARQUET_SETTINGS.clear()
+    if settings.get("zync.bench.conform") == "main":
+        ingest.evolution.only_nullability = lambda source, target: False
+    try:
+        yield
+    finally:
+        ingest.table.PARQUET_SETTINGS.update(parquet)
+        ingest.evolution.only_nullability = only_nullability
 
 
 @contextmanager
@@ -214,15 +241,18 @@ def phases(spark, target, topic: str, expect: int, scratch: Path) -> dict[str, f
         table = spark.read.format("delta").load(str(TABLES / "warm-up")).schema
         return decode_batch(raw, key, value, table["key"].dataType, table["value"].dataType)
 
-    stats = {"spark.databricks.delta.properties.defaults.dataSkippingStatsColumns": "kafka,key"}
+    from ingest.table import PARQUET_SETTINGS
+
+    stats = {"spark.databricks.delta.properties.defaults.dataSkippingStatsColumns": "kafka,key", **PARQUET_SETTINGS}
     steps: list[tuple[str, Callable, str, dict[str, str]]] = [
         ("kafka read (noop sink)", read_only, "noop", {}),
         ("+ header match -> kafka envelope", envelope_only, "noop", {}),
         ("+ from_avro (writer types)", avro_only, "noop", {}),
         ("+ conversion to an existing table's types", converted, "noop", {}),
-        ("from_avro + Parquet encoding (no Delta)", avro_only, "parquet", {}),
+        ("from_avro + Parquet, Spark's defaults (snappy, dict.)", avro_only, "parquet", {}),
+        ("from_avro + Parquet, the raw table's (zstd, no dict.)", avro_only, "parquet", dict(PARQUET_SETTINGS)),
         ("from_avro + Delta write, stats kafka,key", avro_only, "delta", stats),
-        ("from_avro + Delta write, Delta's default stats", avro_only, "delta", {}),
+        ("from_avro + Delta write, Delta's default stats", avro_only, "delta", dict(PARQUET_SETTINGS)),
     ]
     seconds: dict[str, float] = {}
     for i, (label, frame_of, sink, settings) in enumerate(steps):
@@ -238,7 +268,7 @@ def phases(spark, target, topic: str, expect: int, scratch: Path) -> dict[str, f
                 writer.save(str(out))
             seconds[label] = time.monotonic() - started
         shutil.rmtree(out, ignore_errors=True)
-        print(f"  {label:48s} {seconds[label]:6.2f} s", flush=True)
+        print(f"  {label:54s} {seconds[label]:6.2f} s", flush=True)
     return seconds
 
 
@@ -287,13 +317,16 @@ def main() -> None:
                 for design in designs:
                     like = warm["location"] if case == "existing" else None
                     run = warm_ingest(spark, target, topic, design, args.records, VARIANTS[design], like)
+                    began_scan = time.monotonic()
                     got = fingerprint(spark, run["location"])
+                    run["scan_s"] = time.monotonic() - began_scan  # what a reader of the whole table pays
                     assert got == reference, f"{design} {case}: contents differ from the default's: {got} vs {reference}"
                     runs[f"{design} {case}"].append(run)
                     print(f"{design:14s} {case:8s} run {attempt + 1}: {run['seconds']:6.2f} s = "
                           f"{run['records_per_s']:>9,.0f} records/s; {run['spark_jobs']} jobs, {run['stages']} stages, "
                           f"{run['jobs_seconds']:.2f} s in jobs, {run['driver_outside_jobs_s']:.2f} s outside; "
-                          f"{run['files']} files, {run['bytes'] / 2**20:,.0f} MB", flush=True)
+                          f"{run['files']} files, {run['bytes'] / 2**20:,.0f} MB; full scan {run['scan_s']:.2f} s",
+                          flush=True)
         results["runs"] = runs
         if args.phases:
             print("phases, the same 1 batch (each a Spark job of its own):", flush=True)
