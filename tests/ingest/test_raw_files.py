@@ -62,7 +62,7 @@ def test_raw_files_are_zstd_without_dictionaries_and_the_session_keeps_its_setti
         assert ingest(topic) == 3
     table = f"zync.{raw_table_name(topic)}"
     files = _parquet_files(spark, table)
-    assert len(files) == 2
+    assert len(files) >= 2  # each batch's own (Spark may split a partition's range between tasks)
     for path in files:
         meta = pq.ParquetFile(path).metadata
         for g in range(meta.num_row_groups):

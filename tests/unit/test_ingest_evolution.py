@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from ingest.evolution import Change, IncompatibleSchemaError, merge
+from ingest.evolution import Change, IncompatibleSchemaError, merge, only_nullability
 from zync.shaper import ShaperError, check_shaper
 
 
@@ -14,6 +14,18 @@ def struct(*fields):
 
 
 BASE = struct(("id", T.LongType(), False), ("name", T.StringType(), False), ("qty", T.IntegerType(), True))
+
+
+def test_only_nullability_tells_a_table_read_back_nullable_from_a_changed_type():
+    nullable = struct(("id", T.LongType(), True), ("name", T.StringType(), True), ("qty", T.IntegerType(), True))
+    assert only_nullability(BASE, nullable)  # what Delta reads back of a table the writer's type created
+    assert only_nullability(T.ArrayType(BASE, False), T.ArrayType(nullable, True))
+    assert not only_nullability(nullable, BASE)  # a field made required is not a mere cast
+    assert not only_nullability(BASE, struct(("id", T.LongType(), True), ("name", T.StringType(), True)))
+    assert not only_nullability(BASE, struct(("id", T.LongType(), True), ("qty", T.IntegerType(), True),
+                                             ("name", T.StringType(), True)))  # another order: by name, not cast
+    assert not only_nullability(BASE, struct(("id", T.LongType(), True), ("name", T.StringType(), True),
+                                             ("qty", T.LongType(), True)))  # a widening rewrites
 
 
 def test_the_same_type_needs_no_change():
