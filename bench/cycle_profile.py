@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.latency import Producer, invoice_round  # noqa: E402  (it sets the latency benchmark's ports: ours below)
+from bench.service_cycles import full_cycle, invoices_service  # noqa: E402
 from tests.service.conftest import invoices_project  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-cycle-state"
@@ -119,8 +120,6 @@ def main() -> None:
     args = parser.parse_args()
 
     OUT.mkdir(parents=True, exist_ok=True)
-    from service.run import Service
-    from service.status import RunStatus
     from zync import services
     from zync.config import load_target
 
@@ -152,8 +151,7 @@ def main() -> None:
     invoice = 0
     cycles = []
     try:
-        with Service(target, select=project.name("new_invoices"), status=RunStatus(open(os.devnull, "w"), live=False),
-                     root=project.path) as service:
+        with invoices_service(target, project) as service:
             for n in range(args.cycles + 1):
                 sent = 0
                 while sent < args.events:
@@ -165,9 +163,7 @@ def main() -> None:
                 started = time.perf_counter()
                 if python_profile and n > 0:
                     python_profile.enable()
-                reports = service.cycle()
-                while service.rerun:  # the held-back records' run, as zync run does it next
-                    reports += service.cycle()
+                reports = full_cycle(service)
                 if python_profile:
                     python_profile.disable()
                 total = time.perf_counter() - started

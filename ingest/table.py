@@ -149,6 +149,14 @@ class RawTable:
                 else:
                     self.spark.conf.set(k, v)
 
+    def _save(self, writer) -> None:
+        """Write the raw table (by name or location), its Parquet files encoded as PARQUET_SETTINGS says."""
+        with self._session_conf(PARQUET_SETTINGS):
+            if self.name:
+                writer.saveAsTable(self.name)
+            else:
+                writer.save(self.location)
+
     def _creating(self, schema: T.StructType, marker: str) -> AbstractContextManager[None]:
         """What a first append sets for the table it creates, through session defaults.
 
@@ -210,11 +218,7 @@ class RawTable:
                 *[F.col(c) for c in current.names if c not in ("kafka", "key", "value")],
             )
             writer = frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-            with self._session_conf(PARQUET_SETTINGS):
-                if self.name:
-                    writer.saveAsTable(self.name)
-                else:
-                    writer.save(self.location)
+            self._save(writer)
             return
         for change in changes:
             path = ".".join(_quote(p) for p in change.path)
@@ -295,12 +299,8 @@ class RawTable:
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
         try:
-            with self._creating(frame.schema, marker) if creating else nullcontext(), \
-                    self._session_conf(PARQUET_SETTINGS):
-                if self.name:
-                    writer.saveAsTable(self.name)
-                else:
-                    writer.save(self.location)
+            with self._creating(frame.schema, marker) if creating else nullcontext():
+                self._save(writer)
         except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
             if caused_by(e, CONCURRENT_TRANSACTION):
                 raise self._conflict(where, "it committed the same batch number first") from None
