@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from service.compaction import COMPACT_AFTER_COMMITS
 from zync import services
 from zync.config import Target, load_target, project_dir
 from zync.durations import parse_duration
@@ -90,7 +91,8 @@ def cmd_to_kafka(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     from service.run import Service
 
-    with Service(_target(args), select=args.select, interval=args.interval) as service:
+    with Service(_target(args), select=args.select, interval=args.interval,
+                 compact_after=args.compact_after) as service:
         code = service.run(once=args.once)
     if code:
         raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
@@ -170,6 +172,10 @@ def parser() -> argparse.ArgumentParser:
                    help="longest wait between cycles when idle (default 1s); new messages start a cycle sooner")
     p.add_argument("--once", action="store_true",
                    help="one full cycle, then exit (for cron, Airflow and other schedulers)")
+    p.add_argument("--compact-after", type=int, default=COMPACT_AFTER_COMMITS, metavar="N",
+                   help=f"compact a raw, output or mirror table's small files (Delta OPTIMIZE, no row changed) "
+                        f"once N commits landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "
+                        "0: never)")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

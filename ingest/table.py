@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
 from zync.envelope import check_envelope
 from zync.errors import ZyncError
+from zync.spark import session_conf
 
 TXN_APP_ID = "zync-from-kafka"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
@@ -135,19 +135,8 @@ class RawTable:
     def schema(self) -> T.StructType:
         return self.spark.table(self.sql_name).schema
 
-    @contextmanager
-    def _session_conf(self, settings: dict[str, str]) -> Iterator[None]:
-        previous = {k: self.spark.conf.get(k, None) for k in settings}
-        for k, v in settings.items():
-            self.spark.conf.set(k, v)
-        try:
-            yield
-        finally:
-            for k, v in previous.items():
-                if v is None:
-                    self.spark.conf.unset(k)
-                else:
-                    self.spark.conf.set(k, v)
+    def _session_conf(self, settings: dict[str, str]) -> AbstractContextManager[None]:
+        return session_conf(self.spark, settings)
 
     def _save(self, writer) -> None:
         """Write the raw table (by name or location), its Parquet files encoded as PARQUET_SETTINGS says."""

@@ -7,6 +7,9 @@ A cycle runs the three stages in order, each only where there is work:
    successful run here, in one in-process `dbt run` on this SparkSession;
 3. egress: every output table whose Delta version moved since it was last
    published (by this run's dbt or anyone's) is published (the to-kafka job).
+4. compaction: every table (raw, output, mirror) that has had --compact-after
+   commits since its last compaction gets its small files compacted
+   (service/compaction.py: Delta's OPTIMIZE, no row changed).
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
 versions, and nothing else: no query, no MERGE, no commit.
 
@@ -44,7 +47,8 @@ from pathlib import Path
 
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
-from ingest.table import ConcurrentIngestError
+from ingest.table import PARQUET_SETTINGS, ConcurrentIngestError
+from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
 from service.versions import TableVersion, TableVersions
@@ -52,7 +56,7 @@ from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.progress import Progress
-from zync.spark import spark_session
+from zync.spark import session_conf, spark_session
 
 DEFAULT_INTERVAL_S = 1.0
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
@@ -73,12 +77,8 @@ def without_adaptive_execution(spark):
     instead of 3.4-4.3 s, its INSERT 5.2-5.5 s instead of 6.3-7.7 s. Only this
     process's dbt stage: a hand-run `dbt run` keeps the session's setting.
     """
-    before = spark.conf.get(ADAPTIVE_EXECUTION)
-    spark.conf.set(ADAPTIVE_EXECUTION, "false")
-    try:
+    with session_conf(spark, {ADAPTIVE_EXECUTION: "false"}):
         yield
-    finally:
-        spark.conf.set(ADAPTIVE_EXECUTION, before)
 
 
 class NothingToRunError(ZyncError):
@@ -149,9 +149,12 @@ class RanAt(dict):
 
 class Service:
     def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
-                 status: RunStatus | None = None, root: Path | None = None):
+                 status: RunStatus | None = None, root: Path | None = None,
+                 compact_after: int = COMPACT_AFTER_COMMITS):
         if interval <= 0:
             raise ZyncError(f"--interval must be more than 0, not {interval}")
+        if compact_after < 0:
+            raise ZyncError(f"--compact-after must be 0 (never) or more, not {compact_after}")
         self.target = target
         self.select = select
         self.interval = interval
@@ -169,6 +172,9 @@ class Service:
         self.rerun: set[str] = set()
         # The output table version each output was last published at (this process: a restart publishes once).
         self.published_at: dict[str, TableVersion] = {}
+        # Per table: commits since its last compaction, and the version they were counted up to.
+        self.compact_after = compact_after
+        self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
         self.backoff: dict[str, Backoff] = {}
         self.stopping = threading.Event()
         logging.getLogger().addFilter(self._quiet_dead_engine)
@@ -340,15 +346,67 @@ class Service:
             return None
         return StageReport("egress", time.monotonic() - started, records, {"topics": topics})
 
+    def compact(self) -> StageReport | None:
+        """Compact the small files of every table with --compact-after commits since its last compaction."""
+        if not self.compact_after:
+            return None
+        started, removed, tables = time.monotonic(), 0, {}
+        raw_tables = {i.table for i in self.inputs()}
+        for table in sorted(raw_tables | {m.relation for m in self.models}):
+            if self.stopping.is_set() or not self._try(f"compact:{table}"):
+                continue
+            version = self.versions.version(table)
+            if version is None:
+                continue
+            counted = self.uncompacted.get(table)
+            if counted is None or counted[0].table_id != version.table_id:
+                commits = commits_since_compaction(self.spark, table, self.compact_after)
+            else:
+                commits = counted[1] + version.version - counted[0].version
+            self.uncompacted[table] = (version, commits)
+            if commits < self.compact_after:
+                continue
+            try:
+                done = compact(self.spark, table, version.version,
+                               PARQUET_SETTINGS if table in raw_tables else None)
+            except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
+                self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
+                continue
+            self._succeeded("compact", table)
+            after = TableVersion(version.table_id, done.version_after)
+            self.uncompacted[table] = (after, 0)
+            if done.files_removed and done.version_after == version.version + 1:
+                self._passed_over(table, version, after)
+            removed += done.files_removed
+            tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added}
+        if not tables:
+            return None
+        return StageReport("compact", time.monotonic() - started, removed, {"tables": tables})
+
+    def _passed_over(self, table: str, before: TableVersion, after: TableVersion) -> None:
+        """A compaction of `table` changed no row: what had seen it at `before` has seen it at `after`.
+
+        Without this, the version a compaction moves would make the models
+        reading a raw table run again, and an output be published again, for
+        nothing.
+        """
+        for model, seen in self.ran_at.items():
+            if seen.get(table) == before:
+                seen[table] = after
+        self.ran_at.save()
+        for model in self.models:
+            if model.relation == table and self.published_at.get(model.name) == before:
+                self.published_at[model.name] = after
+
     # --- the loop ---------------------------------------------------------------
 
     def cycle(self) -> list[StageReport]:
-        """One full cycle: ingest, dbt, egress; the stages that did work."""
+        """One full cycle: ingest, dbt, egress, compaction; the stages that did work."""
         started = time.monotonic()
         self.check_engine()
         self.load()
         reports = []
-        for stage in (self.ingest, self.transform, self.publish):
+        for stage in (self.ingest, self.transform, self.publish, self.compact):
             report = stage()
             self.check_engine()  # a stage may swallow what a dead engine raised (dbt reports it as a failed run)
             if report is not None:

@@ -21,9 +21,9 @@ HEARTBEAT_S = 60.0
 class StageReport:
     """One stage of one cycle."""
 
-    stage: str  # ingest, dbt, egress
+    stage: str  # ingest, dbt, egress, compact
     seconds: float
-    records: int = 0
+    records: int = 0  # records moved; for compact, files removed
     detail: dict = field(default_factory=dict)
 
 
@@ -34,7 +34,7 @@ class RunStatus:
         self.started = time.monotonic()
         self.cycles = 0
         self.busy_cycles = 0
-        self.totals = {"ingest": 0, "dbt": 0, "egress": 0}
+        self.totals = {"ingest": 0, "dbt": 0, "egress": 0, "compact": 0}
         self.errors = 0
         self._last: dict[str, StageReport] = {}
         self._last_cycle_s = 0.0
@@ -47,10 +47,10 @@ class RunStatus:
 
     def _draw(self) -> None:
         parts = [f"cycle {self.cycles}"]
-        for name in ("ingest", "dbt", "egress"):
+        for name in ("ingest", "dbt", "egress", "compact"):
             report = self._last.get(name)
             if report is not None:
-                unit = "models" if name == "dbt" else "records"
+                unit = {"dbt": "models", "compact": "files"}.get(name, "records")
                 lag = report.detail.get("lag")
                 parts.append(f"{name} {report.records:,} {unit} {report.seconds:.1f}s"
                              + (f" lag {lag:,}" if lag is not None else ""))
@@ -113,5 +113,6 @@ class RunStatus:
         self.stream.write(
             f"zync run: {why}: {self.cycles} cycles ({self.busy_cycles} with work) in {elapsed:.1f}s; "
             f"{self.totals['ingest']:,} records ingested, {self.totals['dbt']:,} model runs, "
-            f"{self.totals['egress']:,} records published, {self.errors} errors\n")
+            f"{self.totals['egress']:,} records published, {self.totals['compact']:,} small files compacted, "
+            f"{self.errors} errors\n")
         self.stream.flush()

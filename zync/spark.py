@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from zync.config import Target
 from zync.errors import ZyncError
@@ -54,3 +56,23 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """Spark SQL settings for the block, each put back as it was (unset if it was) afterwards.
+
+    For the settings one step of zync needs and the rest of the session must
+    not see (a cycle's stages share one session with whatever runs next).
+    """
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

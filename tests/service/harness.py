@@ -20,11 +20,11 @@ WAIT_S = 300.0  # a cold JVM on a loaded 2-core machine takes most of a minute b
 class RunProcess:
     """One `zync run` process of a project, its log in a file."""
 
-    def __init__(self, project: InvoicesProject, log: Path, target: str = "local"):
+    def __init__(self, project: InvoicesProject, log: Path, target: str = "local", options: tuple[str, ...] = ()):
         self.log = log
         with log.open("a") as out:
             self.process = subprocess.Popen(
-                [str(BIN / "zync"), "run", "--interval", "1s", "--target", target], cwd=project.path,
+                [str(BIN / "zync"), "run", "--interval", "1s", "--target", target, *options], cwd=project.path,
                 stdout=out, stderr=out,
                 env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)})
 

@@ -3,7 +3,8 @@
 After a batch one run gives exactly zync's NewInvoices stream (the service's
 test follows all four batches); a cycle
 with nothing new makes no Delta commit on any table and reports no work, in
-the same process and after a restart.
+the same process and after a restart; a compaction changes no row and makes
+nothing run again.
 """
 
 from __future__ import annotations
@@ -41,6 +42,26 @@ def test_run_once_gives_zyncs_stream_and_an_idle_cycle_changes_nothing(target, s
     with quiet_service(target, project) as restarted:
         assert restarted.cycle() == []
         assert restarted.versions.versions(project.tables()) == versions
+
+    # Compaction of every table with a commit since its last compaction (--compact-after 1) once batch 2
+    # has moved: fewer files, the same rows, and nothing runs or is published again for it.
+    project.produce_batch(target, 2)
+    with quiet_service(target, project, compact_after=0) as service:
+        assert service.run(once=True) == 0
+        service.compact_after = 1
+        report = service.compact()
+        compacted = report.detail["tables"]
+        output = f"{SCHEMA}.{project.name('new_invoices')}"
+        assert output in compacted and compacted[output]["files_removed"] > compacted[output]["files_added"] > 0
+        for table in compacted:
+            latest = spark.sql(f"describe history {table} limit 1").first()
+            assert latest["operation"] == "OPTIMIZE"
+            before, after = (f"select * from {table} version as of {v}" for v in (latest["version"] - 1,
+                                                                                  latest["version"]))
+            assert spark.sql(f"{before} except all {after}").count() == 0, table
+            assert spark.sql(f"{after} except all {before}").count() == 0, table
+        assert service.cycle() == []
+    assert project.published(target) == project.expected(2)
 
 
 def test_select_keeps_only_the_chosen_models_and_the_topics_they_read(target, spark, tmp_path):

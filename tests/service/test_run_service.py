@@ -8,6 +8,9 @@ One run of the invoices demo through a continuously running `zync run`:
   exact stream again;
 - SIGTERM mid-way through batch 4: the step under way finishes, the process
   exits 0, and what it published is a prefix of the stream;
+- compaction all along (`--compact-after 2`: every table's small files are
+  compacted every second commit, so compactions meet the hand-run `dbt run`,
+  the kills and the SIGTERM), changing no row;
 - more kill -9 trials with ZYNC_RUN_KILL_TRIALS=N (default 1, the one above:
   the suite's time; `make chaos-run` runs 10): a restart, then each trial while a round of new
   invoices, their statuses and updates flows, followed at once by a restart:
@@ -29,6 +32,7 @@ from tests.service.harness import RunProcess, by_key, invoice_round, wait_until
 
 KILL_TRIALS = int(os.environ.get("ZYNC_RUN_KILL_TRIALS", "1"))
 SEED = int(os.environ.get("ZYNC_RUN_KILL_SEED", "14"))
+COMPACTING = ("--compact-after", "2")
 
 
 def hand_run_dbt(project: InvoicesProject):
@@ -46,7 +50,7 @@ def project(tmp_path) -> InvoicesProject:
 
 def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill_9(target, spark, project, tmp_path):
     log = tmp_path / "zync-run.log"
-    run = RunProcess(project, log)
+    run = RunProcess(project, log, options=COMPACTING)
     try:
         # Batch 1: the service picks it up on its own.
         project.produce_batch(target, 1)
@@ -70,7 +74,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
         project.produce_batch(target, 3)
         time.sleep(chance.uniform(0.0, 12.0))
         run.kill()
-        run = RunProcess(project, log)
+        run = RunProcess(project, log, options=COMPACTING)
         wait_until(lambda: project.published_count(target) >= len(project.expected(3)), "batch 3 output", run)
         time.sleep(3)  # a duplicate would land now
         assert project.published(target) == project.expected(3)
@@ -87,7 +91,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
         expected: dict[int, list[dict]] = defaultdict(list)
         total = len(so_far)
         if KILL_TRIALS > 1:
-            run = RunProcess(project, log)
+            run = RunProcess(project, log, options=COMPACTING)
             started_at = run.cycles()
             for trial in range(KILL_TRIALS - 1):
                 # The round flows once the new process is warm, so the kill lands in a cycle's work.
@@ -99,7 +103,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
                     expected[key] += values
                 time.sleep(chance.uniform(0.0, 12.0))
                 run.kill()
-                run = RunProcess(project, log)
+                run = RunProcess(project, log, options=COMPACTING)
                 started_at = run.cycles()
             total = len(project.expected(4)) + sum(len(v) for v in expected.values())
             wait_until(lambda: project.published_count(target) >= total, "every round's output", run)
@@ -111,6 +115,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
 
     records = project.published(target)
     assert [r["kafka"]["offset"] for r in records] == list(range(total)), "offsets not contiguous"
+    assert '"stage": "compact"' in log.read_text(), "no compaction ran"
     if KILL_TRIALS > 1:
         assert records[: len(project.expected(4))] == project.expected(4)
         assert by_key(records[len(project.expected(4)):]) == dict(expected), "lost, duplicated or out of key order"

@@ -1,0 +1,94 @@
+"""Compaction of the tables a long-running `zync run` keeps writing.
+
+Every ingest batch adds a file to its raw table, and every writing run of an
+output model a file to each of its `out`, `done` and `cursor` partitions; a
+mirror's MERGE adds files and deletion vectors. Nothing else removes them, so
+a service running for a day would leave tens of thousands of small files, and
+every run lists and opens more of them (bench/file_growth.py: 5,700 added
+files took a writing `dbt run` from ~8 s to 11-15 s).
+
+Compaction is Delta's own OPTIMIZE (bin-packing): one commit with
+dataChange=false that replaces small files with fewer larger ones holding the
+same rows, so no reader sees a row added, lost or changed, and ingest's and
+egress's resume points, the cursors, the done rows and a mirror's stored
+cursor (which passes over OPTIMIZE commits) are untouched. Two bounds make it
+cheap for ever:
+- only files under MIN_FILE_BYTES are rewritten: a file that reached it stays
+  as it is, so each compaction costs what arrived since the last, not the
+  history;
+- a bin holds at most MAX_FILE_BYTES. Bins mix the offsets of the files they
+  take, so a compacted file spans from its oldest to its newest record: the
+  runs' scans from the cursors (which skip files by their largest offset)
+  read it until the cursors pass the moment it was compacted, usually the
+  next run, and skip it after that.
+
+`zync run` compacts a table once COMPACT_AFTER_COMMITS commits (anyone's)
+have landed on it since its last OPTIMIZE, as a stage of its cycle, between
+its own writes: its own stages never race it. Another process's write that
+read a file a compaction removed (a hand-run `dbt run` of the same output)
+either commits, or fails with Delta's ConcurrentDeleteReadException and
+writes nothing; either way the rows it read were the same rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from zync.spark import session_conf
+
+COMPACT_AFTER_COMMITS = 100  # commits since a table's last OPTIMIZE before `zync run` compacts it
+MIN_FILE_BYTES = 16 * 1024 * 1024  # files at least this large are never rewritten
+MAX_FILE_BYTES = 64 * 1024 * 1024  # the largest file a compaction writes (a bin's size)
+
+OPTIMIZE = "OPTIMIZE"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What one OPTIMIZE of a table did."""
+
+    table: str
+    files_removed: int
+    files_added: int
+    seconds: float
+    version_before: int
+    version_after: int
+
+
+def compaction_settings() -> dict[str, str]:
+    """The session settings that bound a compaction (Delta's OPTIMIZE file sizes)."""
+    return {
+        "spark.databricks.delta.optimize.minFileSize": str(MIN_FILE_BYTES),
+        "spark.databricks.delta.optimize.maxFileSize": str(MAX_FILE_BYTES),
+    }
+
+
+def commits_since_compaction(spark, table: str, limit: int) -> int:
+    """How many commits the table has had since its last OPTIMIZE, counting at most `limit`.
+
+    Reads the newest `limit` entries of the table's history (commit files,
+    no Spark job over the data): what lets a restarted `zync run` pick up the
+    count where the last one left it.
+    """
+    count = 0
+    for row in spark.sql(f"describe history {table} limit {int(limit)}").select("operation").collect():
+        if row["operation"] == OPTIMIZE:
+            return count
+        count += 1
+    return count
+
+
+def compact(spark, table: str, version_before: int, parquet_settings: dict[str, str] | None = None) -> Compaction:
+    """OPTIMIZE `table` within the bounds above (Parquet files encoded as `parquet_settings` say, if given).
+
+    version_before: the table's version read just before; the returned
+    version_after equals version_before + 1 when this compaction's commit is
+    the only one since (it committed nothing if it removed no file).
+    """
+    started = time.monotonic()
+    with session_conf(spark, {**compaction_settings(), **(parquet_settings or {})}):
+        metrics = spark.sql(f"optimize {table}").first()["metrics"]
+    version_after = int(spark.sql(f"describe history {table} limit 1").first()["version"])
+    return Compaction(table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]),
+                      time.monotonic() - started, version_before, version_after)
