@@ -1,6 +1,6 @@
 """What the files a long-running `zync run` accumulates cost a cycle, measured in-process.
 
-    .venv/bin/python bench/file_growth.py [--files 3000] [--kinds cursor,done] [--cycles 4]
+    .venv/bin/python bench/file_growth.py [--files 3000] [--kinds cursor,done] [--cycles 4] [--compact]
 
 Every writing run of an output model appends one small file to each of its
 `kind` partitions, and nothing compacts them yet (README, Running
@@ -11,7 +11,9 @@ in one warm `Service`, then appends copies of the table's own rows as
 cursor where it was; copies of done rows sit below the cursors, where no run
 reads them as pending; out rows are not copied: egress rightly refuses a
 table holding two out rows at one offset as damaged), and runs --cycles
-more: each cycle's stages and seconds are printed before and after.
+more: each cycle's stages and seconds are printed before and after. With
+--compact, the service's compaction stage (service/compaction.py) then runs
+once on every table and --cycles more follow it.
 Alone on the machine.
 """
 
@@ -41,6 +43,8 @@ def main() -> None:
     parser.add_argument("--kinds", default="cursor,done",
                         help="the output table's partitions to add them to: cursor, done (default both)")
     parser.add_argument("--cycles", type=int, default=4, help="cycles before and after (default 4)")
+    parser.add_argument("--compact", action="store_true",
+                        help="then compact every table once (zync run's compaction stage) and run --cycles more")
     args = parser.parse_args()
     if not set(args.kinds.split(",")) <= {"cursor", "done"}:
         parser.error("--kinds takes cursor and/or done (copies of out rows are refused by egress as damage)")
@@ -61,13 +65,15 @@ def main() -> None:
         producer = Producer(target, project)
         output = f"zync.{project.name('new_invoices')}"
         with invoices_service(target, project) as service:
-            for n in range(2 * args.cycles):
+            phases = 3 if args.compact else 2
+            for n in range(phases * args.cycles):
                 for event in invoice_round(n):
                     producer.produce(event)
                 producer.producer.flush(30)
                 started = time.perf_counter()
                 reports = full_cycle(service)
-                print(f"cycle {n} ({'after' if n >= args.cycles else 'before'}): {time.perf_counter() - started:.2f} s; "
+                phase = ("before", "after", "compacted")[n // args.cycles]
+                print(f"cycle {n} ({phase}): {time.perf_counter() - started:.2f} s; "
                       + ", ".join(f"{r.stage} {r.seconds:.2f}s" for r in reports), flush=True)
                 if n == args.cycles - 1:
                     started = time.perf_counter()
@@ -77,6 +83,15 @@ def main() -> None:
                         copies.repartition(args.files, "copy").drop("copy").write.insertInto(output)
                     files = spark.sql(f"describe detail {output}").first()["numFiles"]
                     print(f"the output table now has {files} files ({time.perf_counter() - started:.0f} s to add them)",
+                          flush=True)
+                if args.compact and n == 2 * args.cycles - 1:
+                    default, service.compact_after = service.compact_after, 1  # every table with a new commit
+                    started = time.perf_counter()
+                    report = service.compact()
+                    service.compact_after = default
+                    files = spark.sql(f"describe detail {output}").first()["numFiles"]
+                    print(f"compaction: {time.perf_counter() - started:.2f} s, "
+                          f"{report.detail['tables'] if report else 'nothing to do'}; the output table now has {files} files",
                           flush=True)
     finally:
         services.down(target)
