@@ -40,23 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.ingest_throughput import OUT, build_topic  # noqa: E402 - sets the bench's ports and state first
+from zync.spark import session_conf  # noqa: E402
 
 TABLES = OUT / "warm-tables"
-
-
-@contextmanager
-def _conf(spark, settings: dict[str, str]) -> Iterator[None]:
-    previous = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 # Settings tried against the default, each alone. Session settings apply to the ingest's write;
@@ -121,7 +107,7 @@ def warm_ingest(spark, target, topic: str, name: str, expect: int, settings: dic
     for k, v in parquet.items():
         hadoop.set(k, v)
     try:
-        with _conf(spark, {k: v for k, v in session.items() if not k.startswith("parquet.")}), _tasks(tasks), \
+        with session_conf(spark, {k: v for k, v in session.items() if not k.startswith("parquet.")}), _tasks(tasks), \
                 _main_code(settings):
             job = Ingest(target, [topic], location=str(location), progress=ingest_progress(quiet=True))
             started = time.monotonic()
@@ -259,7 +245,7 @@ def phases(spark, target, topic: str, expect: int, scratch: Path) -> dict[str, f
         out = scratch / f"step-{i}"
         shutil.rmtree(out, ignore_errors=True)
         frame = frame_of()
-        with _conf(spark, settings):
+        with session_conf(spark, settings):
             started = time.monotonic()
             writer = frame.write.format(sink).mode("overwrite")
             if sink == "noop":
