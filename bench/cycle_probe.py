@@ -36,6 +36,8 @@ def main() -> None:
     parser.add_argument("--alt", action="append", default=None)
     parser.add_argument("--no-eventlog", action="store_true")
     parser.add_argument("--show", type=float, default=0.15)
+    parser.add_argument("--jobs", action="store_true", help="with the event log: each statement's jobs")
+    parser.add_argument("--rules", type=int, default=0, help="print the optimizer's first N lines of time per rule")
     parser.add_argument("--history", type=int, default=0, help="events before the warm-up cycle")
     args = parser.parse_args()
     alts = args.alt or [""]
@@ -70,6 +72,8 @@ def main() -> None:
         return h.getCount(), 0
 
     def timed(session, query, *a, **k):
+        if state.get("eager") and str(query).startswith("cache lazy table "):
+            query = "cache table " + str(query)[len("cache lazy table "):]
         if state["cg"] is None:
             state["cg"] = session._jvm.org.apache.spark.metrics.source.CodegenMetrics
         c0, t0 = codegen()
@@ -122,6 +126,7 @@ def main() -> None:
             for n in range(args.cycles + 1):
                 alt = alts[(n - 1) % len(alts)] if n > 0 else ""
                 conf = dict(kv.split("=", 1) for kv in alt.split(",") if kv)
+                state["eager"] = conf.pop("eager", "off") == "on"  # the caches as before: eager, then counted
                 if "small" in conf:
                     run_module.SMALL_RUN_ROWS = 20_000 if conf.pop("small") == "on" else -1
                 current_alt["conf"] = conf
@@ -134,9 +139,13 @@ def main() -> None:
                     invoice += 1
                 producer.producer.flush(30)
                 first = len(calls)
+                rules = service.spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
+                rules.resetMetrics()
                 started = time.perf_counter()
                 reports = full_cycle(service)
                 total = time.perf_counter() - started
+                if args.rules:
+                    print("\n".join(rules.dumpTimeSpent().splitlines()[:args.rules]), flush=True)
                 cycles.append({"n": n, "alt": alt, "seconds": total, "calls": calls[first:],
                                "stages": [(r.stage, round(r.seconds, 2), r.records) for r in reports]})
                 print(f"cycle {n} [{alt}]: {total:.2f} s; " + ", ".join(f"{s} {t:.2f}s/{r}" for s, t, r in cycles[-1]["stages"]), flush=True)
@@ -189,6 +198,10 @@ def main() -> None:
             ntasks = sum(tasks.get(s, {}).get("n", 0) for s in sids)
             call.update({"secs": secs, "jobs": len(js), "job_span": span, "stages": len(sids), "tasks": ntasks,
                          "task_run": run, "task_deser": deser, "task_wall": wall})
+            if secs >= args.show and args.jobs:
+                for j in sorted(js, key=lambda j: j["start"]):
+                    names = [stages[x]["name"][:50] for x in j["stages"] if x in stages]
+                    print(f"      job +{j['start'] - call['start']:5.2f}s {j.get('end', j['start']) - j['start']:5.2f}s {names[:3]}")
             if secs >= args.show:
                 print(f"  {secs:5.2f}s cg {call['cg']:3d}/{call['cg_ms']:6.0f}ms jobs {len(js):2d} span {span:5.2f}s "
                       f"stages {len(sids):2d} tasks {ntasks:3d} run {run:5.2f} deser {deser:4.2f} wall {wall:5.2f}  {call['text'][:60]}")

@@ -98,8 +98,8 @@ def interpreted(spark):
     of a few events more than its rows cost interpreted. Measured on this
     project's 2-core machine (`bench/cycle_probe.py --cycles 8 --events 4
     --alt small=off --alt small=on`, alternating, alone): the writing run
-    6.0-8.6 s instead of 9.7-12.7 s, its INSERT 2.9-4.7 s instead of 6.0-7.5 s,
-    the two caches 1.3-1.8 s instead of 2.1-2.8 s; still ahead at 20,000
+    4.8-8.6 s instead of 8.5-12.7 s, its INSERT 2.7-4.7 s instead of 5.4-7.5 s,
+    the two caches 0.9-1.8 s instead of 1.3-2.8 s; still ahead at 20,000
     events a cycle (INSERT 5.2-5.8 s against 7.2-7.7 s). Only for small runs
     (Service.small_models); a backfill keeps the compiled plan. The factory
     mode is an internal Spark setting (NO_CODEGEN: the interpreted projections,
