@@ -201,10 +201,14 @@ def zync(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 class ZyncRun:
     """One `zync run` process of a project, for the whole benchmark."""
 
-    def __init__(self, project: InvoicesProject, log: Path):
+    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False):
         self.out = log.open("w")
+        # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py)
+        command = ([str(BIN / "python"), "-c", "import sys, service.run; service.run.SMALL_RUN_ROWS = -1; "
+                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if compiled
+                   else [str(BIN / "zync")])
         self.process = subprocess.Popen(
-            [str(BIN / "zync"), "run", "--interval", "1s", "--select", project.name("new_invoices")],
+            [*command, "run", "--interval", "1s", "--select", project.name("new_invoices")],
             cwd=project.path, env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)},
             stdout=self.out, stderr=subprocess.STDOUT)
         self.rss = PeakRss(self.process.pid)
@@ -337,7 +341,9 @@ def main() -> None:
     parser.add_argument("--rates", default="10,100,1000", help="events per second, comma-separated (default 10,100,1000)")
     parser.add_argument("--duration", type=float, default=120.0, help="seconds of producing per rate and design")
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait for the last outputs")
-    parser.add_argument("--designs", default="zync-run,chain", help="which designs to run (default both)")
+    parser.add_argument("--designs", default="zync-run,chain",
+                        help="which designs to run (default zync-run,chain; also zync-run-compiled: a second "
+                             "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -351,13 +357,17 @@ def main() -> None:
         raise SystemExit(f"zync up failed:\n{up.stdout}{up.stderr}")
     rows: list[dict] = []
     run = None
+    runs: list[ZyncRun] = []  # every zync run process; `run`: the first, whose peak memory is reported
     try:
         target = load_target(None)
-        projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain")}
+        projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain"),
+                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled")}
         warm = {}
-        if "zync-run" in designs:
-            run = ZyncRun(projects["zync-run"], STATE / "logs" / "zync-run.log")
-            warm["zync-run"] = warm_up(target, projects["zync-run"], 0, 600)
+        for design in ("zync-run", "zync-run-compiled"):
+            if design in designs:
+                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log", compiled=design != "zync-run"))
+                run = runs[0]
+                warm[design] = warm_up(target, projects[design], 0, 600)
         if "chain" in designs:
             chain = Chain(projects["chain"])
             chain.start()
@@ -380,10 +390,13 @@ def main() -> None:
                 rows.append(row)
             first += int(rate * args.duration) + 10
         memory = run.stop() if run is not None else {}
+        for other in runs[1:]:
+            other.stop()
         run = None
+        runs = []
     finally:
-        if run is not None:
-            run.stop()
+        for other in runs:
+            other.stop()
         if not args.keep:
             zync("down", cwd=ROOT)
     print_table(rows)

@@ -51,6 +51,9 @@ class ZyncModel:
     relation: str  # database.table
     output_topic: str | None  # the topic egress publishes it to; None for a mirror
     inputs: tuple[RawInput, ...]
+    # It reads its raw inputs and nothing else (no lookup of another model or table): its run's cost
+    # follows what is pending in them (zync run's small-run settings).
+    inputs_only: bool = False
 
     @property
     def kind(self) -> str:
@@ -132,7 +135,8 @@ class DbtProject:
                 if source is not None and (source.meta or {}).get("zync_topic"):
                     inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{source.identifier}",
                                            source.meta.get(TOLERANCE_META)))
-            found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs)))
+            found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs),
+                                   inputs_only=len(inputs) == len(node.depends_on.nodes)))
         if select:
             chosen = self.select(select)
             found = [m for m in found if m.name in chosen]

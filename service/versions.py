@@ -6,6 +6,7 @@ milliseconds), so a cycle with nothing new costs a few of these and no query.
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 
@@ -43,6 +44,40 @@ class TableVersions:
             self._locations.pop(name, None)
             return None
         return TableVersion(str(snapshot.metadata().id()), version)
+
+    def rows_added(self, name: str, since: TableVersion | None, until: TableVersion | None) -> int | None:
+        """Rows the commits after `since` up to `until` added to the table (its log's add actions' statistics).
+
+        None when that cannot be told: either version missing, the table made
+        again in between, a commit's log gone (cleaned up), or a file without
+        a record count. Reads only those commits' JSON (no Spark job).
+        """
+        if since is None or until is None or since.table_id != until.table_id:
+            return None
+        if until.version <= since.version:
+            return 0
+        location = self._location(name)
+        if location is None:
+            return None
+        jvm = self.spark._jvm
+        try:
+            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+            changes = log.getChanges(since.version + 1, until.version, True)
+            rows, seen = 0, 0
+            while changes.hasNext():
+                commit = changes.next()
+                seen += 1
+                actions = commit._2().iterator()
+                while actions.hasNext():
+                    text = actions.next().json()
+                    if text.startswith('{"add":'):  # (a commitInfo's text is not always valid JSON)
+                        records = json.loads(json.loads(text)["add"].get("stats") or "{}").get("numRecords")
+                        if records is None:
+                            return None
+                        rows += int(records)
+        except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
+            return None
+        return rows if seen == until.version - since.version else None
 
     def versions(self, names) -> dict[str, TableVersion | None]:
         return {name: self.version(name) for name in names}
