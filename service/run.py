@@ -105,17 +105,8 @@ def interpreted(spark):
     mode is an internal Spark setting (NO_CODEGEN: the interpreted projections,
     predicates and orderings Spark falls back to when code does not compile).
     """
-    before = {key: spark.conf.get(key, None) for key in (WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY)}
-    spark.conf.set(WHOLE_STAGE_CODEGEN, "false")
-    spark.conf.set(CODEGEN_FACTORY, "NO_CODEGEN")
-    try:
+    with session_conf(spark, {WHOLE_STAGE_CODEGEN: "false", CODEGEN_FACTORY: "NO_CODEGEN"}):
         yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 class NothingToRunError(ZyncError):

@@ -71,7 +71,10 @@ class TableVersions:
                 while actions.hasNext():
                     text = actions.next().json()
                     if text.startswith('{"add":'):  # (a commitInfo's text is not always valid JSON)
-                        records = json.loads(json.loads(text)["add"].get("stats") or "{}").get("numRecords")
+                        added = json.loads(text)["add"]
+                        if not added.get("dataChange", True):
+                            continue  # a compaction's rewrite of rows already there (service/compaction.py)
+                        records = json.loads(added.get("stats") or "{}").get("numRecords")
                         if records is None:
                             return None
                         rows += int(records)
