@@ -25,6 +25,7 @@ import bench.cycle_profile as cp  # noqa: E402  (sets ports and state)
 from bench.latency import Producer, invoice_round  # noqa: E402
 from bench.service_cycles import full_cycle, invoices_service  # noqa: E402
 from tests.service.conftest import invoices_project  # noqa: E402
+from zync.spark import session_conf  # noqa: E402
 
 EVENTS_DIR = cp.STATE.parent / "probe-events"
 
@@ -95,18 +96,8 @@ def main() -> None:
 
     @contextmanager
     def patched(spark):
-        before = {k: spark.conf.get(k, None) for k in current_alt["conf"]}
-        for k, v in current_alt["conf"].items():
-            spark.conf.set(k, v)
-        try:
-            with original_ctx(spark):
-                yield
-        finally:
-            for k, v in before.items():
-                if v is None:
-                    spark.conf.unset(k)
-                else:
-                    spark.conf.set(k, v)
+        with session_conf(spark, current_alt["conf"]), original_ctx(spark):
+            yield
 
     run_module.without_adaptive_execution = patched
     small_models = run_module.Service.small_models
