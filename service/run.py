@@ -1,6 +1,6 @@
 """`zync run`: one warm engine that keeps every output and mirror up to date.
 
-A cycle runs the three stages in order, each only where there is work:
+A cycle runs four stages in order, each only where there is work:
 1. ingest: every input topic with messages past its raw table's offsets is
    read up to where it stood (the from-kafka job, kept warm per topic);
 2. dbt: the models whose raw tables' Delta versions moved since their last
