@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import bench.cycle_profile as cp  # noqa: E402  (sets ports and state)
-from bench.latency import Producer, invoice_round  # noqa: E402
-from bench.service_cycles import full_cycle, invoices_service  # noqa: E402
+from bench.latency import Producer  # noqa: E402
+from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
 from tests.service.conftest import invoices_project  # noqa: E402
 from zync.spark import session_conf  # noqa: E402
 
@@ -122,13 +122,8 @@ def main() -> None:
                     run_module.SMALL_RUN_ROWS = 20_000 if conf.pop("small") == "on" else -1
                 current_alt["conf"] = conf
                 state["alt"] = alt
-                sent = 0
-                while sent < (args.events if n > 0 else max(args.events, args.history)):
-                    for event in invoice_round(invoice):
-                        producer.produce(event)
-                        sent += 1
-                    invoice += 1
-                producer.producer.flush(30)
+                sent, invoice = produce_rounds(producer, args.events if n > 0 else max(args.events, args.history),
+                                               invoice)
                 first = len(calls)
                 rules = service.spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
                 rules.resetMetrics()

@@ -27,8 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.latency import Producer, invoice_round  # noqa: E402  (it sets the latency benchmark's ports: ours below)
-from bench.service_cycles import full_cycle, invoices_service  # noqa: E402
+from bench.latency import Producer  # noqa: E402  (it sets the latency benchmark's ports: ours below)
+from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
 from tests.service.conftest import invoices_project  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-cycle-state"
@@ -153,13 +153,7 @@ def main() -> None:
     try:
         with invoices_service(target, project) as service:
             for n in range(args.cycles + 1):
-                sent = 0
-                while sent < args.events:
-                    for event in invoice_round(invoice):
-                        producer.produce(event)
-                        sent += 1
-                    invoice += 1
-                producer.producer.flush(30)
+                sent, invoice = produce_rounds(producer, args.events, invoice)
                 started = time.perf_counter()
                 if python_profile and n > 0:
                     python_profile.enable()

@@ -20,3 +20,18 @@ def full_cycle(service) -> list:
     while service.rerun:
         reports += service.cycle()
     return reports
+
+
+def produce_rounds(producer, at_least: int, invoice: int) -> tuple[int, int]:
+    """Whole invoice rounds (bench/latency.py's stream shape) from `invoice` on until at least `at_least`
+    events are sent, flushed: (events sent, the next invoice number)."""
+    from bench.latency import invoice_round
+
+    sent = 0
+    while sent < at_least:
+        for event in invoice_round(invoice):
+            producer.produce(event)
+            sent += 1
+        invoice += 1
+    producer.producer.flush(30)
+    return sent, invoice
