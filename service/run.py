@@ -116,6 +116,13 @@ def interpreted(spark):
         yield
 
 
+@contextmanager
+def small_run_engine(spark):
+    """How `zync run` executes a small run of an output model: interpreted, adaptive execution off."""
+    with without_adaptive_execution(spark), interpreted(spark):
+        yield
+
+
 class NothingToRunError(ZyncError):
     """The project has no enabled output or mirror models (matching --select)."""
 
@@ -338,11 +345,11 @@ class Service:
                           if m.name in due and m.output_topic is not None}
         small = self.small_models(due)
         runs = []
-        with without_adaptive_execution(self.spark):
-            if small:
-                with interpreted(self.spark):
-                    runs += self.project.run(sorted(small))
-            if set(due) - small:
+        if small:
+            with small_run_engine(self.spark):
+                runs += self.project.run(sorted(small))
+        if set(due) - small:
+            with without_adaptive_execution(self.spark):
                 runs += self.project.run(sorted(set(due) - small))
         # The models cached their inputs' pending records (macros/etl/zync_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.

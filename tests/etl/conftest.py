@@ -1,9 +1,17 @@
-"""Fixtures for the ETL tests: scratch dbt projects over raw tables written directly by Spark."""
+"""Fixtures for the ETL tests: scratch dbt projects over raw tables written directly by Spark.
+
+Their dbt runs execute as `zync run` executes a small run of an output model
+(service/run.py: `small_run_engine`, interpreted, adaptive execution off),
+which is how most runs of an output model execute in production; the
+compiled plan of a hand-run `dbt run` is what tests/integration,
+tests/dbt_native and tests/service run.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from service.run import small_run_engine
 from tests.support.scratch import ScratchProject, make_scratch_project
 
 
@@ -12,6 +20,8 @@ def project(tmp_path, spark):
     """make(transforms, seeds=None, schemas=None) -> ScratchProject: transform files compiled into a scratch project."""
 
     def make(transforms: dict[str, str], **options) -> ScratchProject:
-        return make_scratch_project(tmp_path / "project", transforms, spark=spark, **options)
+        made = make_scratch_project(tmp_path / "project", transforms, spark=spark, **options)
+        made.engine = small_run_engine
+        return made
 
     return make

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,9 +75,12 @@ class ScratchProject:
     path: Path
     spark: object | None = None
     prefix: str = ""  # of its tables and topics, when the test names them so
+    # Session settings around each dbt command, given the SparkSession (e.g. as `zync run` runs a small run).
+    engine: Callable[[object], AbstractContextManager] = nullcontext
 
     def dbt(self, *args: str, expect_success: bool = True) -> DbtRun:
-        return run_dbt(self.path, *args, expect_success=expect_success)
+        with self.engine(self.spark):
+            return run_dbt(self.path, *args, expect_success=expect_success)
 
     def run(self, model: str, expect_success: bool = True) -> DbtRun:
         return self.dbt("run", "--select", model, expect_success=expect_success)
