@@ -63,7 +63,7 @@ from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.progress import Progress
-from zync.spark import session_conf, spark_session
+from zync.spark import activate, session_conf, spark_session
 
 DEFAULT_INTERVAL_S = 1.0
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
@@ -555,8 +555,10 @@ class Service:
         self.egresses.clear()
         # Ingest looks at Kafka's watermarks every WATCH_POLL_S; egress is woken when a run wrote, and
         # looks at its tables' versions every --interval for what other processes wrote.
-        self.side = {"ingest": StageThread("ingest", self.ingest, WATCH_POLL_S, self.stopping, self.moved),
-                     "egress": StageThread("egress", self.publish, self.interval, self.stopping, self.moved)}
+        self.side = {"ingest": StageThread("ingest", self.ingest, WATCH_POLL_S, self.stopping, self.moved,
+                                           on_start=lambda: activate(self.ingest_spark)),
+                     "egress": StageThread("egress", self.publish, self.interval, self.stopping, self.moved,
+                                           on_start=lambda: activate(self.egress_spark))}
         for thread in self.side.values():
             thread.start()
 

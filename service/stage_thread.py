@@ -35,9 +35,10 @@ class StageThread(threading.Thread):
     """
 
     def __init__(self, name: str, step: Callable[[], StageReport | None], idle_s: float,
-                 stopping: threading.Event, moved: threading.Event):
+                 stopping: threading.Event, moved: threading.Event, on_start: Callable[[], None] = lambda: None):
         super().__init__(name=f"zync-run-{name}", daemon=True)
         self.step = step
+        self.on_start = on_start  # first thing the thread does (its Spark session made active there)
         self.idle_s = idle_s
         self.stopping = stopping
         self.moved = moved  # set after every pass that did work: the loop looks at what moved
@@ -60,6 +61,7 @@ class StageThread(threading.Thread):
 
     def run(self) -> None:
         try:
+            self.on_start()
             while not self.stopping.is_set():
                 if self._held.is_set():
                     self.stopping.wait(0.05)

@@ -84,29 +84,38 @@ def test_the_invoices_demo_flows_on_the_cluster_while_dbt_test_runs_through_the_
         if run.process.poll() is None:
             run.kill()
 
-    # The executors on the worker ran the application's tasks (the worker keeps each executor's log).
-    logs = list((spark_cluster.worker_dir() / app_id).glob("*/stderr"))
-    assert logs and any("Running task" in log.read_text() for log in logs), logs
+    # `zync etl status` on the cluster: an application of its own, started now so that its start-up
+    # overlaps the checks below (it only reads).
+    status = subprocess.Popen([str(BIN / "zync"), "etl", "status", "--target", "cluster"], cwd=project.path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)})
 
-    # An analyst's `dbt run` of the output through the Thrift Server: the model's statements without a
-    # result set (CACHE TABLE, DROP VIEW, RESET) go through PyHive too; with every record done it
-    # writes nothing.
-    output = f"zync.{project.name('new_invoices')}"
-    version_before = spark.sql(f"describe history {output} limit 1").collect()[0]["version"]
-    ran = dbtRunner().invoke(["run", "--select", project.name("new_invoices"), "--project-dir", str(project.path),
-                              "--profiles-dir", str(project.path / "profiles"), "--target", "cluster"])
-    assert ran.success, ran.exception or ran.result
-    assert spark.sql(f"describe history {output} limit 1").collect()[0]["version"] == version_before
+    try:
+        # The executors on the worker ran the application's tasks (the worker keeps each executor's log).
+        logs = list((spark_cluster.worker_dir() / app_id).glob("*/stderr"))
+        assert logs and any("Running task" in log.read_text() for log in logs), logs
 
-    # The same tables, seen by this process's local Spark through the shared catalog.
-    mirror = spark.sql(f"select invoice_id, customer, item from zync.{project.name('invoices_mirror')} "
-                       "where not coalesce(_zync_deleted, false)").collect()
-    assert {tuple(r) for r in mirror} == expected_mirror()
+        # An analyst's `dbt run` of the output through the Thrift Server: the model's statements without a
+        # result set (CACHE TABLE, DROP VIEW, RESET) go through PyHive too; with every record done it
+        # writes nothing.
+        output = f"zync.{project.name('new_invoices')}"
+        version_before = spark.sql(f"describe history {output} limit 1").collect()[0]["version"]
+        ran = dbtRunner().invoke(["run", "--select", project.name("new_invoices"),
+                                  "--project-dir", str(project.path),
+                                  "--profiles-dir", str(project.path / "profiles"), "--target", "cluster"])
+        assert ran.success, ran.exception or ran.result
+        assert spark.sql(f"describe history {output} limit 1").collect()[0]["version"] == version_before
 
-    status = subprocess.run([str(BIN / "zync"), "etl", "status", "--target", "cluster"], cwd=project.path,
-                            capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)})
-    assert status.returncode == 0, status.stderr[-2000:]
+        # The same tables, seen by this process's local Spark through the shared catalog.
+        mirror = spark.sql(f"select invoice_id, customer, item from zync.{project.name('invoices_mirror')} "
+                           "where not coalesce(_zync_deleted, false)").collect()
+        assert {tuple(r) for r in mirror} == expected_mirror()
+
+        stdout, stderr = status.communicate(timeout=600)
+    finally:
+        if status.poll() is None:
+            status.kill()
+    assert status.returncode == 0, stderr[-2000:]
     last = len(project.expected(4)) - 1
-    output_rows = [line.split() for line in status.stdout.splitlines() if line.startswith("  ")]
-    assert [project.output_topic, str(last), str(last + 1), "up", "to", "date"] in output_rows, status.stdout
+    output_rows = [line.split() for line in stdout.splitlines() if line.startswith("  ")]
+    assert [project.output_topic, str(last), str(last + 1), "up", "to", "date"] in output_rows, stdout
