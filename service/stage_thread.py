@@ -15,7 +15,9 @@ and a version read before a concurrent commit just makes the next cycle run
 again. Each thread drives its own Spark session (Spark's newSession: the same
 engine and catalog, its own settings), so the dbt stage's scoped settings
 (interpreted plans, adaptive execution off) never reach an ingest's write, and
-an ingest's Parquet settings never reach the model's.
+an ingest's Parquet settings never reach the model's; the thread first makes
+it its active session in the JVM (zync.spark.activate), where Spark reads
+some settings from.
 """
 
 from __future__ import annotations

@@ -135,4 +135,9 @@ def test_ingest_and_egress_run_beside_the_dbt_stage(target, spark, tmp_path):
         finally:
             service.stop_side_stages()
         assert all(t.error is None for t in service.side.values()) and service.status.errors == 0
+        # Spark read every batch on the ingest thread (a thread without its session active in the JVM
+        # once failed every append and fell back to the consumer, which reads until a topic goes quiet).
+        for raw, job in service.ingests.items():
+            commits = spark.sql(f"describe history {raw.table}").count()
+            assert job.batches_read == {"spark": commits, "consumer": 0}, (raw.table, job.batches_read)
     assert project.published(target) == project.expected(2)
