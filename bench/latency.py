@@ -198,25 +198,14 @@ def zync(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
                           text=True, capture_output=True, **kwargs)
 
 
-# The `zync run` designs: the command as users run it, and earlier designs of it (a patch of service/run.py
-# made before the command runs, in the same process).
-ZYNC_RUN_DESIGNS = {
-    "zync-run": None,
-    # every run with Spark's generated code, as before small runs ran interpreted
-    "zync-run-compiled": "service.run.SMALL_RUN_ROWS = -1",
-    # ingest and egress in line with the dbt stage, as before they ran on threads of their own
-    "zync-run-in-line": "service.run.Service.start_side_stages = lambda self: None",
-}
-
-
 class ZyncRun:
     """One `zync run` process of a project, for the whole benchmark."""
 
-    def __init__(self, project: InvoicesProject, log: Path, design: str = "zync-run"):
+    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False):
         self.out = log.open("w")
-        patch = ZYNC_RUN_DESIGNS[design]
-        command = ([str(BIN / "python"), "-c", f"import sys, service.run; {patch}; "
-                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if patch
+        # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py)
+        command = ([str(BIN / "python"), "-c", "import sys, service.run; service.run.SMALL_RUN_ROWS = -1; "
+                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if compiled
                    else [str(BIN / "zync")])
         self.process = subprocess.Popen(
             [*command, "run", "--interval", "1s", "--select", project.name("new_invoices")],
@@ -354,9 +343,7 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait for the last outputs")
     parser.add_argument("--designs", default="zync-run,chain",
                         help="which designs to run (default zync-run,chain; also zync-run-compiled: a second "
-                             "`zync run` whose small runs keep Spark's generated code, as before they ran "
-                             "interpreted; zync-run-in-line: one whose ingest and egress run in line with its "
-                             "dbt stage, as before they ran on threads of their own)")
+                             "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -374,12 +361,11 @@ def main() -> None:
     try:
         target = load_target(None)
         projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain"),
-                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled"),
-                    "zync-run-in-line": invoices_project(PROJECTS, "InLine")}
+                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled")}
         warm = {}
-        for design in ZYNC_RUN_DESIGNS:
+        for design in ("zync-run", "zync-run-compiled"):
             if design in designs:
-                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log", design))
+                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log", compiled=design != "zync-run"))
                 run = runs[0]
                 warm[design] = warm_up(target, projects[design], 0, 600)
         if "chain" in designs:

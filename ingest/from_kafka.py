@@ -62,7 +62,7 @@ class Ingest:
                  shaper: Path | None = None, batch_size: int | None = None,
                  max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
                  reader: str = "spark", progress: Progress | None = None,
-                 errors_tolerance: str | None = None, spark=None):
+                 errors_tolerance: str | None = None):
         if errors_tolerance is not None:
             check_tolerance(errors_tolerance, "--errors-tolerance")
         if reader not in READERS:
@@ -77,8 +77,7 @@ class Ingest:
         self.shaper = Shaper.load(shaper, INGEST) if shaper else None
         self.max_interval = max_interval
         self.registry = Registry(target.schema_registry)
-        # The target's session, or the one given (zync run ingests on its own session, beside its dbt).
-        self.spark = spark or spark_session(target)
+        self.spark = spark_session(target)
         # Delta rebuilds a table's state (for the resume point's txn version) in this many
         # tasks; its default of 50 is for clusters and costs seconds per table here.
         self.spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")

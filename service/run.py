@@ -13,12 +13,6 @@ A cycle runs four stages in order, each only where there is work:
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
 versions, and nothing else: no query, no MERGE, no commit.
 
-A long-running `zync run` runs ingest and egress on threads of their own
-beside the loop (service/stage_thread.py): ingest follows the topics and
-egress the output tables while the models run, and the loop's cycle is the
-dbt stage (and a compaction, which keeps the two still while it runs). With
---once the four stages run in line, once each, as above.
-
 Each stage keeps its own guarantee, and the loop adds no state they depend on:
 ingest resumes from the tables' offsets, the ETL from its done rows and
 cursor (its MERGE guard stops a concurrent run of the same model), egress
@@ -47,7 +41,7 @@ import logging
 import signal
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,14 +50,13 @@ from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import PARQUET_SETTINGS, ConcurrentIngestError
 from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
-from service.stage_thread import StageThread
 from service.status import RunStatus, StageReport
 from service.versions import TableVersion, TableVersions
 from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.progress import Progress
-from zync.spark import activate, session_conf, spark_session
+from zync.spark import session_conf, spark_session
 
 DEFAULT_INTERVAL_S = 1.0
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
@@ -204,11 +197,6 @@ class Service:
         self.spark = spark_session(target)
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
-        # The sessions ingest and egress run on: this one, or their own beside the loop (start_side_stages).
-        self.ingest_spark = self.egress_spark = self.spark
-        self.egress_versions = self.versions
-        self.side: dict[str, StageThread] = {}
-        self.moved = threading.Event()
         self.watcher = kafka_client.consumer(target, group="zync-run-watch")
         self.models: list[ZyncModel] = []
         self.ingests: dict[RawInput, Ingest] = {}
@@ -305,8 +293,7 @@ class Service:
                     # The same errors.tolerance as `zync from-kafka` (the source's meta, from the same file).
                     job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
                                                      progress=ingest_progress(quiet=True),
-                                                     errors_tolerance=raw.errors_tolerance,
-                                                     spark=self.ingest_spark)
+                                                     errors_tolerance=raw.errors_tolerance)
                 if not job.waiting(self.watcher):
                     continue
                 landed = job.run(exit_after=0.0)
@@ -375,13 +362,6 @@ class Service:
         return StageReport("dbt", time.monotonic() - started, len(ok),
                            {"models": ok, "failed": [r.name for r in runs if not r.ok]})
 
-    def transform_then_wake_egress(self) -> StageReport | None:
-        """The dbt stage; after a run, the egress thread publishes at once what it wrote."""
-        report = self.transform()
-        if report is not None:
-            self.side["egress"].wake.set()
-        return report
-
     def small_models(self, due: dict[str, dict[str, TableVersion | None]]) -> set[str]:
         """The due output models whose run is small: it runs interpreted (see `interpreted`).
 
@@ -411,14 +391,13 @@ class Service:
         for model in self.models:
             if model.output_topic is None or self.stopping.is_set() or not self._try(f"egress:{model.name}"):
                 continue
-            version = self.egress_versions.version(model.relation)
+            version = self.versions.version(model.relation)
             if version is None or self.published_at.get(model.name) == version:
                 continue
             try:
                 job = self.egresses.get(model.name)
                 if job is None:
-                    job = self.egresses[model.name] = Egress(self.target, model.relation, topic=model.output_topic,
-                                                             spark=self.egress_spark)
+                    job = self.egresses[model.name] = Egress(self.target, model.relation, topic=model.output_topic)
                 published = job.publish_once(Progress("to-kafka", quiet=True))
             except ZyncError as e:
                 self.egresses.pop(model.name, None)
@@ -438,10 +417,6 @@ class Service:
         """Compact the small files of every table with --compact-after commits since its last compaction."""
         if not self.compact_after:
             return None
-        with self.side_stages_still():
-            return self._compact()
-
-    def _compact(self) -> StageReport | None:
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
         for table in sorted(raw_tables | {m.relation for m in self.models}):
@@ -493,24 +468,12 @@ class Service:
     # --- the loop ---------------------------------------------------------------
 
     def cycle(self) -> list[StageReport]:
-        """One full cycle: ingest, dbt, egress, compaction; the stages that did work.
-
-        With ingest and egress on their own threads (start_side_stages), their
-        part of a cycle is what they did since the last one.
-        """
+        """One full cycle: ingest, dbt, egress, compaction; the stages that did work."""
         started = time.monotonic()
         self.check_engine()
-        self.moved.clear()
-        for thread in self.side.values():
-            if thread.error is not None:
-                raise thread.error
         self.load()
         reports = []
-        stages = (self.ingest, self.transform, self.publish, self.compact)
-        if self.side:
-            stages = (self.side["ingest"].take, self.transform_then_wake_egress, self.side["egress"].take,
-                      self.compact)
-        for stage in stages:
+        for stage in (self.ingest, self.transform, self.publish, self.compact):
             report = stage()
             self.check_engine()  # a stage may swallow what a dead engine raised (dbt reports it as a failed run)
             if report is not None:
@@ -529,60 +492,20 @@ class Service:
         return any(raw not in self.ingests for raw in self.inputs())
 
     def wait(self) -> None:
-        """Idle until a message arrives (lands, with side stages), --interval passes, or a stop is asked."""
+        """Idle until a message arrives, --interval passes, or a stop is asked."""
         deadline = time.monotonic() + self.interval
         while not self.stopping.is_set() and time.monotonic() < deadline:
-            timeout = min(WATCH_POLL_S, max(0.0, deadline - time.monotonic()))
-            if self.side:
-                if self.moved.wait(timeout):
-                    return
-            elif self.stopping.wait(timeout):
+            if self.stopping.wait(min(WATCH_POLL_S, max(0.0, deadline - time.monotonic()))):
                 return
             self.status.tick()
             self.check_engine()
-            if not self.side and self._arrived():
+            if self._arrived():
                 return
-
-    # --- ingest and egress beside the loop ----------------------------------------
-
-    def start_side_stages(self) -> None:
-        """Run ingest and egress on their own threads and sessions from now on (service/stage_thread.py)."""
-        if self.side:
-            return
-        self.ingest_spark, self.egress_spark = self.spark.newSession(), self.spark.newSession()
-        self.egress_versions = TableVersions(self.egress_spark)
-        self.ingests.clear()
-        self.egresses.clear()
-        # Ingest looks at Kafka's watermarks every WATCH_POLL_S; egress is woken when a run wrote, and
-        # looks at its tables' versions every --interval for what other processes wrote.
-        self.side = {"ingest": StageThread("ingest", self.ingest, WATCH_POLL_S, self.stopping, self.moved,
-                                           on_start=lambda: activate(self.ingest_spark)),
-                     "egress": StageThread("egress", self.publish, self.interval, self.stopping, self.moved,
-                                           on_start=lambda: activate(self.egress_spark))}
-        for thread in self.side.values():
-            thread.start()
-
-    def stop_side_stages(self) -> None:
-        """Let each side stage finish the pass under way, and end (the run is over)."""
-        if not self.side:
-            return
-        self.stopping.set()
-        for thread in self.side.values():
-            thread.wake.set()
-            thread.join()
-
-    @contextmanager
-    def side_stages_still(self):
-        """No ingest or egress pass runs in the block (each finishes the one under way first)."""
-        with ExitStack() as stack:
-            for thread in self.side.values():
-                stack.enter_context(thread.still())
-            yield
 
     def stop(self, *_args) -> None:
         """Finish the step under way, then end (the signal handler)."""
         self.stopping.set()
-        for job in list(self.egresses.values()):  # (the egress thread may be adding one)
+        for job in self.egresses.values():
             job.stop()
 
     def close(self) -> None:
@@ -603,9 +526,6 @@ class Service:
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         why = "failed"
         try:
-            if not once:
-                self.load()
-                self.start_side_stages()
             while not self.stopping.is_set():
                 try:
                     reports = self.cycle()
@@ -623,7 +543,6 @@ class Service:
                     self.wait()
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
-            self.stop_side_stages()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.status.finish(why)

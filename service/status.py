@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -28,23 +27,6 @@ class StageReport:
     detail: dict = field(default_factory=dict)
 
 
-def merged(reports: list[StageReport]) -> StageReport | None:
-    """Several steps of one stage as one report: seconds and records summed, per-table (topic) counts
-    summed, the newest lag; None for none."""
-    if not reports:
-        return None
-    detail: dict = {}
-    for report in reports:
-        for key, value in report.detail.items():
-            if isinstance(value, dict):
-                counts = detail.setdefault(key, {})
-                for name, count in value.items():
-                    counts[name] = counts.get(name, 0) + count
-            else:
-                detail[key] = value
-    return StageReport(reports[0].stage, sum(r.seconds for r in reports), sum(r.records for r in reports), detail)
-
-
 class RunStatus:
     def __init__(self, stream: TextIO = sys.stderr, live: bool | None = None):
         self.stream = stream
@@ -58,8 +40,6 @@ class RunStatus:
         self._last_cycle_s = 0.0
         self._idle_since = time.monotonic()
         self._heartbeat_at = time.monotonic()
-        # zync run's ingest and egress threads report their errors beside the loop's own lines.
-        self._lock = threading.RLock()
 
     def _json(self, **fields) -> None:
         self.stream.write(json.dumps({"ts": round(time.time(), 3), "verb": "run", **fields}, default=str) + "\n")
@@ -83,61 +63,56 @@ class RunStatus:
 
     def cycle(self, stages: list[StageReport], seconds: float) -> None:
         """One cycle ended; `stages` are those that did work (none: an idle cycle)."""
-        with self._lock:
-            self.cycles += 1
-            now = time.monotonic()
-            if stages:
-                self.busy_cycles += 1
-                self._last_cycle_s = seconds
-                self._idle_since = now
-                for report in stages:
-                    self._last[report.stage] = report
-                    self.totals[report.stage] += report.records
-                    if not self.live:
-                        self._json(cycle=self.cycles, stage=report.stage, records=report.records,
-                                   seconds=round(report.seconds, 3), **report.detail)
+        self.cycles += 1
+        now = time.monotonic()
+        if stages:
+            self.busy_cycles += 1
+            self._last_cycle_s = seconds
+            self._idle_since = now
+            for report in stages:
+                self._last[report.stage] = report
+                self.totals[report.stage] += report.records
                 if not self.live:
-                    self._json(cycle=self.cycles, stage="cycle", seconds=round(seconds, 3))
-            elif not self.live and now - self._heartbeat_at >= HEARTBEAT_S:
-                self._json(cycle=self.cycles, stage="idle", idle_seconds=round(now - self._idle_since, 1))
-                self._heartbeat_at = now
-            if stages:
-                self._heartbeat_at = now
-            if self.live:
-                self._draw()
+                    self._json(cycle=self.cycles, stage=report.stage, records=report.records,
+                               seconds=round(report.seconds, 3), **report.detail)
+            if not self.live:
+                self._json(cycle=self.cycles, stage="cycle", seconds=round(seconds, 3))
+        elif not self.live and now - self._heartbeat_at >= HEARTBEAT_S:
+            self._json(cycle=self.cycles, stage="idle", idle_seconds=round(now - self._idle_since, 1))
+            self._heartbeat_at = now
+        if stages:
+            self._heartbeat_at = now
+        if self.live:
+            self._draw()
 
     def tick(self) -> None:
         """Redraw the live line while waiting (its idle time moves)."""
-        with self._lock:
-            if self.live:
-                self._draw()
+        if self.live:
+            self._draw()
 
     def error(self, stage: str, what: str, message: str) -> None:
         """A stage failed for one topic or model; the service goes on (and retries it later)."""
-        with self._lock:
-            self.errors += 1
-            if self.live:
-                self.stream.write(f"\r\033[Kzync run: {stage} {what}: error: {message}\n")
-                self._draw()
-            else:
-                self._json(cycle=self.cycles + 1, stage=stage, of=what, error=message)
+        self.errors += 1
+        if self.live:
+            self.stream.write(f"\r\033[Kzync run: {stage} {what}: error: {message}\n")
+            self._draw()
+        else:
+            self._json(cycle=self.cycles + 1, stage=stage, of=what, error=message)
 
     def note(self, message: str, **fields) -> None:
-        with self._lock:
-            if self.live:
-                self.stream.write(f"\r\033[Kzync run: {message}\n")
-                self._draw()
-            else:
-                self._json(event="note", message=message, **fields)
+        if self.live:
+            self.stream.write(f"\r\033[Kzync run: {message}\n")
+            self._draw()
+        else:
+            self._json(event="note", message=message, **fields)
 
     def finish(self, why: str) -> None:
-        with self._lock:
-            if self.live:
-                self.stream.write("\r\033[K")
-            elapsed = time.monotonic() - self.started
-            self.stream.write(
-                f"zync run: {why}: {self.cycles} cycles ({self.busy_cycles} with work) in {elapsed:.1f}s; "
-                f"{self.totals['ingest']:,} records ingested, {self.totals['dbt']:,} model runs, "
-                f"{self.totals['egress']:,} records published, {self.totals['compact']:,} small files compacted, "
-                f"{self.errors} errors\n")
-            self.stream.flush()
+        if self.live:
+            self.stream.write("\r\033[K")
+        elapsed = time.monotonic() - self.started
+        self.stream.write(
+            f"zync run: {why}: {self.cycles} cycles ({self.busy_cycles} with work) in {elapsed:.1f}s; "
+            f"{self.totals['ingest']:,} records ingested, {self.totals['dbt']:,} model runs, "
+            f"{self.totals['egress']:,} records published, {self.totals['compact']:,} small files compacted, "
+            f"{self.errors} errors\n")
+        self.stream.flush()

@@ -58,17 +58,6 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     return spark
 
 
-def activate(spark) -> None:
-    """Make `spark` the active session of the calling thread, in the JVM.
-
-    Spark reads its settings through the thread's active session (SQLConf.get)
-    in places; a Python thread of ours starts with none there, and then an
-    append to a Delta table took Spark's plain file-source path and failed on
-    the table's empty catalog schema. Each thread that runs jobs calls this first.
-    """
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-
-
 @contextmanager
 def session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
     """Spark SQL settings for the block, each put back as it was (unset if it was) afterwards.

@@ -3,15 +3,12 @@
 After a batch one run gives exactly zync's NewInvoices stream (the service's
 test follows all four batches); a cycle with nothing new makes no Delta commit
 on any table and reports no work, in the same process and after a restart;
-a compaction changes no row and makes nothing run again. A long-running
-service ingests and publishes beside its dbt stage, and still gives exactly
-zync's stream.
+a compaction changes no row and makes nothing run again.
 """
 
 from __future__ import annotations
 
 import io
-import time
 
 from service.run import Service
 from service.status import RunStatus
@@ -92,52 +89,3 @@ def test_once_drains_what_per_key_order_held_back_without_new_input(target, spar
             assert spark.sql(f"{after} except all {before}").count() == 0, table
         assert service.cycle() == []
     assert [(r["key"], r["value"]) for r in project.published(target)] == published
-
-
-def settle(check, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"no {what} after {timeout:.0f}s"
-        time.sleep(0.2)
-
-
-def test_ingest_and_egress_run_beside_the_dbt_stage(target, spark, tmp_path):
-    """Batch 2 is produced while the dbt stage runs and must land before the stage goes on; batch 1's
-    output is published with no cycle called after the run that wrote it. Then exactly zync's stream."""
-    project = invoices_project(tmp_path, "Beside")
-    project.produce_batch(target, 1)
-    raw_tables = [f"{SCHEMA}.{project.name(t)}" for t in ("raw_invoices", "raw_invoice_status")]
-    with quiet_service(target, project, select=project.name("new_invoices")) as service:
-        service.load()
-        service.start_side_stages()
-        try:
-            # Ingest follows the topics by itself: no cycle yet.
-            settle(lambda: None not in service.versions.versions(raw_tables).values(), "batch 1 ingested")
-            dbt_run = service.project.run
-
-            def run_once_batch_2_landed(names):
-                before = service.versions.versions(raw_tables)
-                project.produce_batch(target, 2)
-                settle(lambda: service.versions.versions(raw_tables) != before, "batch 2 ingested during dbt")
-                return dbt_run(names)
-
-            service.project.run = run_once_batch_2_landed
-            assert "dbt" in [r.stage for r in service.cycle()]
-            service.project.run = dbt_run
-            # Egress follows the output table by itself: no cycle after the run that wrote it.
-            settle(lambda: project.published_count(target) > 0, "batch 1's output published")
-            # Cycles (the dbt stage) until a run wrote nothing and egress has published the last version.
-            output, model = f"{SCHEMA}.{project.name('new_invoices')}", project.name("new_invoices")
-            deadline = time.monotonic() + 300
-            while "dbt" in [r.stage for r in service.cycle()] or service.rerun:
-                assert time.monotonic() < deadline, "the runs never stopped writing"
-            settle(lambda: service.published_at.get(model) == service.versions.version(output), "the last publish")
-        finally:
-            service.stop_side_stages()
-        assert all(t.error is None for t in service.side.values()) and service.status.errors == 0
-        # Spark read every batch on the ingest thread (a thread without its session active in the JVM
-        # once failed every append and fell back to the consumer, which reads until a topic goes quiet).
-        for raw, job in service.ingests.items():
-            commits = spark.sql(f"describe history {raw.table}").count()
-            assert job.batches_read == {"spark": commits, "consumer": 0}, (raw.table, job.batches_read)
-    assert project.published(target) == project.expected(2)
