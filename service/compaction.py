@@ -52,8 +52,6 @@ class Compaction:
     files_removed: int
     files_added: int
     seconds: float
-    version_before: int
-    version_after: int
 
 
 def compaction_settings() -> dict[str, str]:
@@ -79,16 +77,13 @@ def commits_since_compaction(spark, table: str, limit: int) -> int:
     return count
 
 
-def compact(spark, table: str, version_before: int, parquet_settings: dict[str, str] | None = None) -> Compaction:
+def compact(spark, table: str, parquet_settings: dict[str, str] | None = None) -> Compaction:
     """OPTIMIZE `table` within the bounds above (Parquet files encoded as `parquet_settings` say, if given).
 
-    version_before: the table's version read just before; the returned
-    version_after equals version_before + 1 when this compaction's commit is
-    the only one since (it committed nothing if it removed no file).
+    It commits nothing when it removes no file.
     """
     started = time.monotonic()
     with session_conf(spark, {**compaction_settings(), **(parquet_settings or {})}):
         metrics = spark.sql(f"optimize {table}").first()["metrics"]
-    version_after = int(spark.sql(f"describe history {table} limit 1").first()["version"])
     return Compaction(table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]),
-                      time.monotonic() - started, version_before, version_after)
+                      time.monotonic() - started)

@@ -434,15 +434,16 @@ class Service:
             if commits < self.compact_after:
                 continue
             try:
-                done = compact(self.spark, table, version.version,
-                               PARQUET_SETTINGS if table in raw_tables else None)
+                done = compact(self.spark, table, PARQUET_SETTINGS if table in raw_tables else None)
             except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
                 self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
                 continue
             self._succeeded("compact", table)
-            after = TableVersion(version.table_id, done.version_after)
+            # Read from the log as every version here is (no query): the compaction's, if it is the only
+            # commit since `version`.
+            after = self.versions.version(table) or version
             self.uncompacted[table] = (after, 0)
-            if done.files_removed and done.version_after == version.version + 1:
+            if done.files_removed and after == TableVersion(version.table_id, version.version + 1):
                 self._passed_over(table, version, after)
             removed += done.files_removed
             tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added}
