@@ -30,14 +30,15 @@ zync_records as (
     {%- endif %}
 ),
 
-{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4), broadcast_claims=small) }},
+{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4), broadcast_claims=small,
+                       tiers=var('zync_order_tiers', 2) | int) }},
 
 -- one pass over the records writes every row: Spark would compute zync_final
 -- again for a second reference
 zync_emitted as (
     select
         *,
-        row_number() over (partition by is_out order by ordering) as out_position,
+        row_number() over (partition by is_out order by out_tier, ordering) as out_position,
         count(*) over (partition by is_out) as out_count,
         -- the new low-water mark: the first record still pending, else past the last
         coalesce(

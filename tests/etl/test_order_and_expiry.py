@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from service import etl_status
 from tests.etl.scratch import append_raw, drop_tables, raw_row
-from tests.support.scratch import ROOT
+from tests.support.scratch import ROOT, set_dbt_vars
 
 OUT = "etlc_ord_out"
 RAW_A, RAW_B = "etlc_ord_a", "etlc_ord_b"
@@ -63,10 +62,7 @@ def project(request, project):
         made = project(transforms, **options)
         plan = getattr(request, "param", "one task")
         if plan == "parallel":
-            settings = made.path / "dbt_project.yml"
-            loaded = yaml.safe_load(settings.read_text())
-            loaded["vars"]["zync_one_task_below"] = 0
-            settings.write_text(yaml.safe_dump(loaded, sort_keys=False))
+            set_dbt_vars(made.path, zync_one_task_below=0)
         made.plan = plan
         return made
 
@@ -114,13 +110,13 @@ def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spar
     pending = {(r.kafka.topic, r.kafka.offset): r.reason for r in etl.pending(OUT)}
     assert pending[("etlcOrdB", 1)] == "waits for offset 0 with the same key"
     # The invoice arrives behind other invoices: the pair is numbered by the
-    # invoice's offset (5), after the update's (1), so the update waits one
-    # more run rather than overtake its create.
+    # invoice's offset (5), after the update's (1). The update may not
+    # overtake its create, so the run's second tier emits it after the pair:
+    # one run, both rows, the create's first.
     append_raw(spark, RAW_A, [A(n, 10 + n, "c") for n in range(5)] + [A(5, 1, "c")])
     etl.run(OUT)
-    assert outs(etl) == [(0, 1, {"id": 1, "status": "new"})]
-    etl.run(OUT)
     assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1, "status": "paid"})]
+    assert done(etl) == {("etlcOrdA", 5): "processed", ("etlcOrdB", 0): "processed", ("etlcOrdB", 1): "processed"}
 
 
 def test_etl_status_counts_the_pending_records_the_pending_report_shows(tables, project, spark, target, monkeypatch):

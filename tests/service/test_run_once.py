@@ -13,6 +13,7 @@ import io
 from service.run import Service
 from service.status import RunStatus
 from tests.service.conftest import SCHEMA, invoices_project
+from tests.support.scratch import set_dbt_vars
 
 
 def quiet_service(target, project, **options) -> Service:
@@ -53,10 +54,13 @@ def test_select_keeps_only_the_chosen_models_and_the_topics_they_read(target, sp
 
 def test_once_drains_what_per_key_order_held_back_without_new_input(target, spark, tmp_path):
     """An invoice and its status, created and then paid, all in one batch: the status update's offset
-    (1, in InvoiceStatus) comes before the denorm pair's driving offset (2, in Invoices), so the first
-    dbt run emits the pair and holds the update back for its key's order. Nothing new arrives after:
-    the service must run the model again by itself (it once waited for new input forever)."""
+    (1, in InvoiceStatus) comes before the denorm pair's driving offset (2, in Invoices), so with one
+    tier of per-key order (var zync_order_tiers: 1, as a cascade deeper than the default two tiers
+    would) the first dbt run emits the pair and holds the update back for its key's order. Nothing
+    new arrives after: the service must run the model again by itself (it once waited for new input
+    forever)."""
     project = invoices_project(tmp_path, "Held")
+    set_dbt_vars(project.path, zync_order_tiers=1)
     invoice = lambda i: {"key": {"ID": i}, "value": {  # noqa: E731
         "before": None, "op": "c", "after": {"ID": i, "customer": f"c{i}", "item": f"item{i}"}}}
     project.produce(target, "Invoices", [invoice(1), invoice(2), invoice(3)])

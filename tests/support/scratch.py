@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from dbt.cli.main import dbtRunner
 
 from compiler import compile_transforms, write_outputs
@@ -100,6 +101,14 @@ class ScratchProject:
 
     def topic(self, name: str) -> str:
         return f"{self.prefix}{name}"
+
+
+def set_dbt_vars(project: Path, **values) -> None:
+    """Set dbt vars in a project folder's own dbt_project.yml (a copy, never the repository's)."""
+    settings = project / "dbt_project.yml"
+    loaded = yaml.safe_load(settings.read_text())
+    loaded.setdefault("vars", {}).update(values)
+    settings.write_text(yaml.safe_dump(loaded, sort_keys=False))
 
 
 def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[str, str] | None = None,
