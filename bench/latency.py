@@ -54,7 +54,6 @@ SCHEMAS = ROOT / "demo" / "invoices" / "schemas"
 sys.path.insert(0, str(ROOT))
 from bench.rss import PeakRss  # noqa: E402
 from tests.service.conftest import InvoicesProject, invoices_project  # noqa: E402
-from tests.support.scratch import set_dbt_vars  # noqa: E402
 from zync import kafka_client  # noqa: E402
 from zync.config import load_target  # noqa: E402
 from zync.wire import Registry, encode  # noqa: E402
@@ -344,8 +343,7 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait for the last outputs")
     parser.add_argument("--designs", default="zync-run,chain",
                         help="which designs to run (default zync-run,chain; also zync-run-compiled: a second "
-                             "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted; "
-                             "zync-run-one-tier: per-key order in one tier, var zync_order_tiers: 1)")
+                             "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -363,14 +361,11 @@ def main() -> None:
     try:
         target = load_target(None)
         projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain"),
-                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled"),
-                    "zync-run-one-tier": invoices_project(PROJECTS, "OneTier")}
-        # Per-key order decided in one tier, as before the second (macros/etl/zync_keep_key_order.sql).
-        set_dbt_vars(projects["zync-run-one-tier"].path, zync_order_tiers=1)
+                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled")}
         warm = {}
-        for design in ("zync-run", "zync-run-compiled", "zync-run-one-tier"):
+        for design in ("zync-run", "zync-run-compiled"):
             if design in designs:
-                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log", compiled=design == "zync-run-compiled"))
+                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log", compiled=design != "zync-run"))
                 run = runs[0]
                 warm[design] = warm_up(target, projects[design], 0, 600)
         if "chain" in designs:

@@ -30,8 +30,7 @@ zync_records as (
     {%- endif %}
 ),
 
-{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4), broadcast_claims=small,
-                       tiers=var('zync_order_tiers', 2) | int) }},
+{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4) | int, broadcast_claims=small) }},
 
 -- one pass over the records writes every row: Spark would compute zync_final
 -- again for a second reference

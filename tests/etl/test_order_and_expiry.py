@@ -111,8 +111,8 @@ def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spar
     assert pending[("etlcOrdB", 1)] == "waits for offset 0 with the same key"
     # The invoice arrives behind other invoices: the pair is numbered by the
     # invoice's offset (5), after the update's (1). The update may not
-    # overtake its create, so the run's second tier emits it after the pair:
-    # one run, both rows, the create's first.
+    # overtake its create, so it moves to the next tier, after the pair: one
+    # run, both rows, the create's first.
     append_raw(spark, RAW_A, [A(n, 10 + n, "c") for n in range(5)] + [A(5, 1, "c")])
     etl.run(OUT)
     assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1, "status": "paid"})]

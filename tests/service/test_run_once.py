@@ -54,13 +54,13 @@ def test_select_keeps_only_the_chosen_models_and_the_topics_they_read(target, sp
 
 def test_once_drains_what_per_key_order_held_back_without_new_input(target, spark, tmp_path):
     """An invoice and its status, created and then paid, all in one batch: the status update's offset
-    (1, in InvoiceStatus) comes before the denorm pair's driving offset (2, in Invoices), so with one
-    tier of per-key order (var zync_order_tiers: 1, as a cascade deeper than the default two tiers
-    would) the first dbt run emits the pair and holds the update back for its key's order. Nothing
+    (1, in InvoiceStatus) comes before the denorm pair's driving offset (2, in Invoices). With no
+    rounds of per-key order (var zync_order_rounds: 0, as a cascade deeper than the default 4 rounds
+    would) the first dbt run emits the pair and holds the update back for its key's order; nothing
     new arrives after: the service must run the model again by itself (it once waited for new input
     forever)."""
     project = invoices_project(tmp_path, "Held")
-    set_dbt_vars(project.path, zync_order_tiers=1)
+    set_dbt_vars(project.path, zync_order_rounds=0)
     invoice = lambda i: {"key": {"ID": i}, "value": {  # noqa: E731
         "before": None, "op": "c", "after": {"ID": i, "customer": f"c{i}", "item": f"item{i}"}}}
     project.produce(target, "Invoices", [invoice(1), invoice(2), invoice(3)])
