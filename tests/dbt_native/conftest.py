@@ -1,5 +1,11 @@
 """dbt-native tests: a scratch dbt project per module (tests/support/scratch.py), on the session's Spark,
 with demo-shaped data. Tables and topics are prefixed dbtn_/dbtn so that they never meet the demo's.
+
+The scratch project's dbt commands execute as `zync run` executes a small run of an output model
+(service/run.py: `small_run_engine`, interpreted, adaptive execution off), as tests/etl's do: what
+these tests assert (data tests, run log, freshness) does not depend on the plan, and the compiled
+plan of a hand-run `dbt run` is what tests/integration, tests/service, tests/cluster and
+tests/debezium run.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from collections.abc import Iterable
 
 import pytest
 
+from service.run import small_run_engine
 from tests.support.scratch import ROOT, ScratchProject, make_scratch_project, run_dbt
 
 DEMO = ROOT / "demo" / "invoices"
@@ -39,6 +46,7 @@ def scratch_invoices(tmp_path_factory, spark, request) -> ScratchProject:
     prefix = getattr(request.module, "PREFIX")
     root = tmp_path_factory.mktemp(prefix) / "project"
     project = make_scratch_project(root, {"invoices.yml": invoices_transform(prefix)}, spark=spark, prefix=prefix)
+    project.engine = small_run_engine
     spark.sql("create database if not exists zync")
     for name in ("raw_invoices", "raw_invoice_status", "new_invoices"):
         spark.sql(f"drop table if exists {project.table(name)}")

@@ -2,6 +2,14 @@
 
 Test mirrors never touch the project's committed models: each test compiles
 its own `mirrors:` file into a scratch project (tests/support/scratch.py).
+
+Their dbt commands run interpreted with adaptive execution off (service/run.py:
+small_run_engine, as tests/etl's and tests/dbt_native's do): what a mirror
+holds does not depend on the plan, and code generation costs these small runs
+more than their rows do. The compiled plan of a mirror's run stays covered by
+tests/debezium (a hand-run `dbt run`, the session's settings) and by
+tests/service/test_run_once.py and tests/cluster (`zync run`'s dbt stage on
+the invoices demo's mirror, its rows checked).
 """
 
 from __future__ import annotations
@@ -10,9 +18,18 @@ import datetime
 
 from pyspark.sql import types as T
 
+from service.run import small_run_engine
+from tests.support.scratch import ScratchProject, make_scratch_project
 from zync.envelope import raw_row_schema as row_schema
 
 SCHEMA = "zync"
+
+
+def mirror_project(folder, transforms: dict[str, str], spark) -> ScratchProject:
+    """make_scratch_project's project, its dbt commands run interpreted, adaptive execution off (see above)."""
+    project = make_scratch_project(folder, transforms, spark=spark)
+    project.engine = small_run_engine
+    return project
 
 
 def raw_schema(extra_after_fields: tuple[str, ...] = ()) -> T.StructType:

@@ -14,8 +14,7 @@ import json
 
 import pytest
 
-from tests.mirrors.conftest import drop_tables, rows
-from tests.support.scratch import make_scratch_project
+from tests.mirrors.conftest import drop_tables, mirror_project, rows
 
 TOPIC = "mir_Types"
 RAW = "mir_raw_types"
@@ -96,7 +95,7 @@ def built(spark, tmp_path_factory):
     drop_tables(spark, RAW, MIRROR, OUT)
     spark.createDataFrame(raw_rows(), RAW_DDL).write.format("delta").saveAsTable(f"zync.{RAW}")
     spark.sql(f"alter table zync.{RAW} set tblproperties ('zync.connectNames' = '{json.dumps(CONNECT_NAMES)}')")
-    project = make_scratch_project(tmp_path_factory.mktemp("mir_types") / "project", {"mirrors.yml": PROJECT})
+    project = mirror_project(tmp_path_factory.mktemp("mir_types") / "project", {"mirrors.yml": PROJECT}, spark)
     (project.path / "transforms" / "out.yml").write_text(TRANSFORM)
     from compiler import compile_transforms, write_outputs
 

@@ -14,8 +14,7 @@ import json
 
 import pytest
 
-from tests.mirrors.conftest import drop_tables, rows
-from tests.support.scratch import make_scratch_project
+from tests.mirrors.conftest import drop_tables, mirror_project, rows
 
 TOPIC = "mir_Defaults"
 RAW = "mir_raw_defaults"
@@ -82,7 +81,7 @@ def built(spark, tmp_path_factory):
     drop_tables(spark, RAW, MIRROR, OUT)
     spark.createDataFrame(raw_rows(), RAW_DDL).write.format("delta").saveAsTable(f"zync.{RAW}")
     set_properties(spark, {"zync.fieldDefaults": DEFAULTS, "zync.connectNames": CONNECT_NAMES})
-    project = make_scratch_project(tmp_path_factory.mktemp("mir_defaults") / "project", {"mirrors.yml": PROJECT})
+    project = mirror_project(tmp_path_factory.mktemp("mir_defaults") / "project", {"mirrors.yml": PROJECT}, spark)
     (project.path / "transforms" / "out.yml").write_text(TRANSFORM)
     from compiler import compile_transforms, write_outputs
 

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from ingest.from_kafka import Ingest
-from tests.mirrors.conftest import drop_tables, rows
-from tests.support.scratch import make_scratch_project
+from tests.mirrors.conftest import drop_tables, mirror_project, rows
 from zync import kafka_client, topics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +50,7 @@ def produce_and_ingest(target, records: list[dict]) -> None:
 def project(target, spark, tmp_path_factory):
     assert not kafka_client.topic_exists(target, TOPIC), f"{TOPIC} exists before the test ran"
     drop_tables(spark, RAW, MODEL)
-    yield make_scratch_project(tmp_path_factory.mktemp("mir_kafka") / "project", {"mirrors.yml": MIRRORS})
+    yield mirror_project(tmp_path_factory.mktemp("mir_kafka") / "project", {"mirrors.yml": MIRRORS}, spark)
     drop_tables(spark, RAW, MODEL)
 
 

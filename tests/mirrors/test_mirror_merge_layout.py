@@ -14,8 +14,7 @@ import json
 
 import pytest
 
-from tests.mirrors.conftest import append_raw, change, drop_tables, rows
-from tests.support.scratch import make_scratch_project
+from tests.mirrors.conftest import append_raw, change, drop_tables, mirror_project, rows
 
 TOPIC = "mir_Layout"
 RAW = "mir_raw_layout"
@@ -54,7 +53,7 @@ LIVE = "select ID, name, note from zync.mir_layout{} order by ID"
 def layout(spark, tmp_path_factory):
     drop_tables(spark, *TABLES)
     folder = tmp_path_factory.mktemp("mir_layout")
-    project = make_scratch_project(folder / "project", {"mirrors.yml": MIRRORS})
+    project = mirror_project(folder / "project", {"mirrors.yml": MIRRORS}, spark)
     append_raw(spark, RAW, SNAPSHOT, ("note",))
     project.dbt("run", "--select", "mir_layout")
     built = spark.sql("describe history zync.mir_layout").agg({"version": "max"}).first()[0]

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.mirrors.conftest import append_raw, change, drop_tables, rows
-from tests.support.scratch import make_scratch_project
+from tests.mirrors.conftest import append_raw, change, drop_tables, mirror_project, rows
 
 TOPIC = "mir_Rules"
 RAW = "mir_raw_rules"
@@ -79,7 +78,7 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario(spark, tmp_path_factory):
     drop_tables(spark, *TABLES)
-    project = make_scratch_project(tmp_path_factory.mktemp("mir_rules") / "project", {"mirrors.yml": MIRRORS})
+    project = mirror_project(tmp_path_factory.mktemp("mir_rules") / "project", {"mirrors.yml": MIRRORS}, spark)
     result = Scenario(project)
     for run, batch in enumerate((BATCH_1, BATCH_2, BATCH_3), start=1):
         extra = ("email",) if run >= 2 else ()

@@ -12,8 +12,7 @@ import datetime
 import pytest
 from pyspark.sql import types as T
 
-from tests.mirrors.conftest import drop_tables, rows
-from tests.support.scratch import make_scratch_project
+from tests.mirrors.conftest import drop_tables, mirror_project, rows
 from zync.envelope import raw_row_schema as row_schema
 
 TOPIC = "mir_Values"
@@ -88,7 +87,7 @@ def values(spark, table: str = MIRROR) -> list[tuple]:
 @pytest.fixture(scope="module")
 def scenario(spark, tmp_path_factory):
     drop_tables(spark, RAW, MIRROR)
-    project = make_scratch_project(tmp_path_factory.mktemp("mir_values") / "project", {"mirrors.yml": MIRRORS})
+    project = mirror_project(tmp_path_factory.mktemp("mir_values") / "project", {"mirrors.yml": MIRRORS}, spark)
     append(spark, BATCH_1)
     project.dbt("run", "--select", MIRROR)
     append(spark, BATCH_2)
