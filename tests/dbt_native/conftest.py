@@ -45,8 +45,8 @@ def scratch_invoices(tmp_path_factory, spark, request) -> ScratchProject:
     """A scratch project over the invoices transform (the module's PREFIX), with none of its tables yet."""
     prefix = getattr(request.module, "PREFIX")
     root = tmp_path_factory.mktemp(prefix) / "project"
-    project = make_scratch_project(root, {"invoices.yml": invoices_transform(prefix)}, spark=spark, prefix=prefix)
-    project.engine = small_run_engine
+    project = make_scratch_project(root, {"invoices.yml": invoices_transform(prefix)}, spark=spark, prefix=prefix,
+                                   engine=small_run_engine)
     spark.sql("create database if not exists zync")
     for name in ("raw_invoices", "raw_invoice_status", "new_invoices"):
         spark.sql(f"drop table if exists {project.table(name)}")

@@ -4,7 +4,7 @@ Their dbt runs execute as `zync run` executes a small run of an output model
 (service/run.py: `small_run_engine`, interpreted, adaptive execution off),
 which is how most runs of an output model execute in production; the
 compiled plan of a hand-run `dbt run` is what tests/integration,
-tests/dbt_native and tests/service run.
+tests/service, tests/cluster and tests/debezium run.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ def project(tmp_path, spark):
     """make(transforms, seeds=None, schemas=None) -> ScratchProject: transform files compiled into a scratch project."""
 
     def make(transforms: dict[str, str], **options) -> ScratchProject:
-        made = make_scratch_project(tmp_path / "project", transforms, spark=spark, **options)
-        made.engine = small_run_engine
-        return made
+        return make_scratch_project(tmp_path / "project", transforms, spark=spark, engine=small_run_engine, **options)
 
     return make

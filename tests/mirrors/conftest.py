@@ -27,9 +27,7 @@ SCHEMA = "zync"
 
 def mirror_project(folder, transforms: dict[str, str], spark) -> ScratchProject:
     """make_scratch_project's project, its dbt commands run interpreted, adaptive execution off (see above)."""
-    project = make_scratch_project(folder, transforms, spark=spark)
-    project.engine = small_run_engine
-    return project
+    return make_scratch_project(folder, transforms, spark=spark, engine=small_run_engine)
 
 
 def raw_schema(extra_after_fields: tuple[str, ...] = ()) -> T.StructType:

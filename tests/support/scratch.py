@@ -112,11 +112,13 @@ def set_dbt_vars(project: Path, **values) -> None:
 
 
 def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[str, str] | None = None,
-                         schemas: SchemaSource | None = None, spark=None, prefix: str = "") -> ScratchProject:
+                         schemas: SchemaSource | None = None, spark=None, prefix: str = "",
+                         engine: Callable[[object], AbstractContextManager] = nullcontext) -> ScratchProject:
     """A dbt project in `folder` (replaced if there) with the transform files {name: YAML} compiled into models/.
 
     seeds: {file name: CSV text} instead of the project's seeds/; schemas: what
-    the compiler checks field paths against (e.g. the warehouse's raw tables).
+    the compiler checks field paths against (e.g. the warehouse's raw tables);
+    engine: the session settings around each dbt command (ScratchProject.engine).
     """
     if folder.exists():
         shutil.rmtree(folder)
@@ -135,4 +137,4 @@ def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[s
         path.write_text(textwrap.dedent(text))
         paths.append(path)
     write_outputs(compile_transforms(paths, folder, schemas=schemas), folder)
-    return ScratchProject(folder, spark, prefix)
+    return ScratchProject(folder, spark, prefix, engine)
