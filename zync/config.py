@@ -164,7 +164,7 @@ def catalog_address(spark_conf: dict[str, Any]) -> tuple[str, int] | None:
     return host, int(port)
 
 
-_JAVA_PATH_OPTIONS = ("-Dlog4j.configurationFile=", "-Dderby.system.home=")
+_JAVA_PATH_OPTIONS = ("-Dlog4j.configurationFile=", "-Dderby.system.home=", "-XX:SharedArchiveFile=")
 
 
 def _absolute_java_paths(options: str) -> str:
