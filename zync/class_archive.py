@@ -82,8 +82,10 @@ def build(archive: Path) -> Path:
     partial = archive.with_name(archive.name + ".partial")
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial.unlink(missing_ok=True)
-    conf["spark.driver.extraJavaOptions"] = training_options(conf.get("spark.driver.extraJavaOptions", ""), partial)
     scratch = Path(tempfile.mkdtemp(prefix="zync-class-archive-"))
+    # The embedded metastore's log goes with it, not into the project folder.
+    conf["spark.driver.extraJavaOptions"] = training_options(
+        conf.get("spark.driver.extraJavaOptions", "") + f" -Dderby.stream.error.file={scratch / 'derby.log'}", partial)
     try:
         train(conf, scratch)
     finally:
