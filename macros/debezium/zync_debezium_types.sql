@@ -45,11 +45,11 @@
   name (Json, Uuid, Enum, a Decimal spark-avro already made a decimal, ...)
   keeps the value as it is.
 #}
-{% macro zync_debezium_typed(expression, connect_name) -%}
-  {{ return(adapter.dispatch('zync_debezium_typed', 'zync')(expression, connect_name)) }}
+{% macro zync_debezium_typed(expression, connect_name, path=none) -%}
+  {{ return(adapter.dispatch('zync_debezium_typed', 'zync')(expression, connect_name, path)) }}
 {%- endmacro %}
 
-{% macro default__zync_debezium_typed(expression, connect_name) -%}
+{% macro default__zync_debezium_typed(expression, connect_name, path=none) -%}
   {%- set e = expression -%}
   {%- if connect_name == 'io.debezium.time.Date' -%}
     {{ return('date_from_unix_date(' ~ e ~ ')') }}
@@ -67,7 +67,7 @@
     {{ return("case when " ~ e ~ " is not null then format_string('%02d:%02d:%02d.%06d', " ~ micros ~ " div 3600000000, "
               ~ micros ~ " div 60000000 % 60, " ~ micros ~ " div 1000000 % 60, " ~ micros ~ " % 1000000) end") }}
   {%- elif connect_name == 'io.debezium.data.VariableScaleDecimal' -%}
-    {{ return(zync_variable_scale_decimal(e)) }}
+    {{ return(zync_variable_scale_decimal(e, path)) }}
   {%- endif -%}
   {{ return(e) }}
 {%- endmacro %}
@@ -75,48 +75,58 @@
 
 {#
   Debezium's VariableScaleDecimal {scale, value: the unscaled number as
-  big-endian two's-complement bytes} as decimal(38, 18). The bytes are read
-  one by one into a decimal(38, 0) (up to 38 digits); the decimal point is
-  then put in as text, so no digit passes through a double. A value that
-  does not fit fails the query, and so does one with a non-zero digit past
-  the 18th decimal place (a cast would round it: PostgreSQL's `1 / 7.0`
-  has 20): nothing is silently lost.
+  big-endian two's-complement bytes} as decimal(38, 18), through its exact
+  text (zync_variable_scale_decimal_text), so no digit passes through a
+  double. A value that does not fit fails the query, and so does
+  one with a non-zero digit past the 18th decimal place (a cast would round
+  it: PostgreSQL's `1 / 7.0` has 20): nothing is silently lost. The message
+  names the field (`path`) and the ways out: the mirror entry's
+  `types: {field: string}` keeps every value's exact text.
 #}
-{% macro zync_variable_scale_decimal(e) -%}
-case when {{ e }} is null then null else element_at(transform(array(element_at(transform(
-    array(named_struct(
-        -- two's complement: a negative number is -(its bytes inverted + 1)
-        'unscaled', case when cast(conv(hex(substr({{ e }}.`value`, 1, 1)), 16, 10) as int) >= 128 then -(
-            aggregate(
-                transform(sequence(1, length({{ e }}.`value`)), i -> 255 - cast(conv(hex(substr({{ e }}.`value`, i, 1)), 16, 10) as int)),
-                cast(0 as decimal(38, 0)),
-                (acc, b) -> cast(acc * 256 + b as decimal(38, 0))
-            ) + 1)
-        else
-            aggregate(
-                transform(sequence(1, length({{ e }}.`value`)), i -> cast(conv(hex(substr({{ e }}.`value`, i, 1)), 16, 10) as int)),
-                cast(0 as decimal(38, 0)),
-                (acc, b) -> cast(acc * 256 + b as decimal(38, 0))
-            )
-        end,
-        'scale', {{ e }}.`scale`
-    )),
-    n -> concat(
-            case when n.unscaled < 0 then '-' else '' end,
-            case when n.scale > 0 then concat(
-                substr(lpad(cast(abs(n.unscaled) as string), greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1), '0'), 1,
-                       greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1) - n.scale),
-                '.',
-                substr(lpad(cast(abs(n.unscaled) as string), greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1), '0'),
-                       greatest(length(cast(abs(n.unscaled) as string)), n.scale + 1) - n.scale + 1))
-            else concat(cast(abs(n.unscaled) as string), repeat('0', -n.scale)) end
-    )
-), 1)), text -> case
-    when text is null or text rlike '[.][0-9]{18}[0-9]*[1-9]' or cast(text as decimal(38, 18)) is null then raise_error(concat(
-        'zync: the VariableScaleDecimal ', coalesce(text, 'of more than 38 digits'), ' does not fit decimal(38, 18) (at most 20 digits before the point and 18',
-        ' after); set the connector''s decimal.handling.mode to string, or give the column a scale in the database'))
+{% macro zync_variable_scale_decimal(e, path=none) -%}
+{%- set field = path.split('.')[-1] if path else 'field' -%}
+element_at(transform(array({{ zync_variable_scale_decimal_text(e) }}), text -> case
+    when {{ e }} is null then null
+    when text rlike '[.][0-9]{18}[0-9]*[1-9]' or cast(text as decimal(38, 18)) is null then raise_error(concat(
+        'zync: {{ (path ~ ": ") if path else "" }}the VariableScaleDecimal ', text,
+        ' does not fit decimal(38, 18) (at most 20 digits before the point and 18 after); to keep it exactly, give',
+        ' the mirror entry `types: {{ "{" ~ field ~ ": string}" }}` (its exact decimal text), or set the connector''s',
+        ' decimal.handling.mode to string; or give the column a scale in the database'))
     else cast(text as decimal(38, 18))
-end), 1) end
+end), 1)
+{%- endmacro %}
+
+
+{#
+  A VariableScaleDecimal as its exact decimal text ('-12.50', '1234...890.123'),
+  of any number of digits: the unscaled bytes go to Java's BigInteger as
+  hex (commons-lang3's NumberUtils, on every Spark's class path), so no
+  digit passes through a fixed-width number. Two's complement: a negative
+  number's magnitude is its bytes inverted, plus one (on the hex text: the
+  last digit that is not F goes up by one, the Fs after it become 0s).
+  A mirror entry's `types: {field: string}` keeps this text: every digit
+  Debezium sent, in PostgreSQL's scale.
+#}
+{% macro zync_variable_scale_decimal_text(e) -%}
+case when {{ e }} is null then null else element_at(transform(array(named_struct(
+    'negative', hex(substr({{ e }}.`value`, 1, 1)) >= '80',
+    'inverted', translate(hex({{ e }}.`value`), '0123456789ABCDEF', 'FEDCBA9876543210'),
+    'scale', {{ e }}.`scale`)), n -> element_at(transform(array(named_struct(
+        'digits', reflect('org.apache.commons.lang3.math.NumberUtils', 'createBigInteger', concat('0x',
+            case when n.negative then concat(
+                regexp_extract(n.inverted, '^(.*?)([0-9A-E])(F*)$', 1),
+                hex(cast(conv(regexp_extract(n.inverted, '^(.*?)([0-9A-E])(F*)$', 2), 16, 10) as int) + 1),
+                repeat('0', length(regexp_extract(n.inverted, '^(.*?)([0-9A-E])(F*)$', 3))))
+            else hex({{ e }}.`value`) end)),
+        'negative', n.negative, 'scale', n.scale)), m -> concat(
+            case when m.negative then '-' else '' end,
+            case when m.scale > 0 then concat(
+                substr(lpad(m.digits, greatest(length(m.digits), m.scale + 1), '0'), 1,
+                       greatest(length(m.digits), m.scale + 1) - m.scale),
+                '.',
+                substr(lpad(m.digits, greatest(length(m.digits), m.scale + 1), '0'),
+                       greatest(length(m.digits), m.scale + 1) - m.scale + 1))
+            else concat(m.digits, repeat('0', -m.scale)) end)), 1)), 1) end
 {%- endmacro %}
 
 
@@ -168,7 +178,10 @@ end), 1) end
   A raw table's top-level column (`key` or `value`) with every field named in
   `notes` (zync_field_notes) typed and defaulted; fields and structs without
   a note are passed as they are. Rebuilds only the structs on a noted field's
-  path (e.g. value.after), keeping a null struct null.
+  path (e.g. value.after), keeping a null struct null. `notes` may also hold
+  `types`: {lower-case field path: Spark type} that a user asked for (a
+  mirror entry's `types:`), applied after Debezium's typing; `string` for a
+  VariableScaleDecimal is its exact decimal text.
 #}
 {% macro zync_typed_column(relation, path, notes, alias=none) -%}
   {%- set prefix = (alias ~ '.') if alias else '' -%}
@@ -181,12 +194,19 @@ end), 1) end
   {%- endif -%}
   {#- A name that types the value (a date, a VariableScaleDecimal record) ends here; a record's own
       name (Debezium's Value and Envelope records carry one too) does not: its fields are typed. -#}
-  {%- set typed = zync_debezium_typed(sql, notes.names[path]) if path in notes.names else sql -%}
-  {%- if typed != sql -%}
+  {%- set wanted = (notes.types or {}).get(path | lower) -%}
+  {%- if wanted and notes.names.get(path) == 'io.debezium.data.VariableScaleDecimal' and wanted | lower == 'string' -%}
+    {{ return(zync_variable_scale_decimal_text(sql)) }}
+  {%- endif -%}
+  {%- set typed = zync_debezium_typed(sql, notes.names[path], path) if path in notes.names else sql -%}
+  {%- if wanted -%}
+    {{ return('cast(' ~ typed ~ ' as ' ~ wanted ~ ')') }}
+  {%- elif typed != sql -%}
     {{ return(typed) }}
   {%- endif -%}
   {%- set below = [] -%}
-  {%- for name in (notes.names | list) + (notes.defaults | list) if name.startswith(path ~ '.') -%}{%- do below.append(name) -%}{%- endfor -%}
+  {%- for name in (notes.names | list) + (notes.defaults | list) + ((notes.types or {}) | list)
+        if (name | lower).startswith((path ~ '.') | lower) -%}{%- do below.append(name) -%}{%- endfor -%}
   {%- if not below -%}
     {{ return(sql) }}
   {%- endif -%}
