@@ -139,6 +139,30 @@ def remove_held_data() -> Path | None:
     return held
 
 
+def bin_dir() -> Path:
+    explicit = os.environ.get("ZYNC_POSTGRES_BIN")
+    if explicit:
+        return Path(explicit)
+    versions = sorted((p for p in DEBIAN_ROOT.glob("*/bin") if (p / "postgres").exists()),
+                      key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    if not versions:
+        raise ZyncError(f"PostgreSQL is not installed (no {DEBIAN_ROOT}/<version>/bin/postgres): run `make setup`, "
+                        "which installs Debian's `postgresql` package, or set ZYNC_POSTGRES_BIN to its bin folder")
+    return versions[-1]
+
+
+def run_as() -> str | None:
+    """The user the server runs as: Debian's `postgres` when we are root, else ourselves (None)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        raise ZyncError("zync runs as root, PostgreSQL refuses to, and there is no `postgres` user to run it as: "
+                        "install Debian's `postgresql` package (`make setup`) or run zync as a normal user") from None
+    return SERVER_USER
+
+
 def password() -> str:
     path = folder() / "password"
     try:
