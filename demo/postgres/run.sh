@@ -17,15 +17,14 @@ export ZYNC_DEMO=true   # the demo's transforms and models (demo/invoices/transf
 step() { python "$demo/connectors.py" "$@"; }
 
 run_pid=
-# On failure the error above stays the last word about what failed; what the demo started stops.
+# On failure, stop what the demo started, in one line so that the error stays right above it.
 finish() {
   local status=$?
   if [ -n "$run_pid" ]; then kill -TERM "$run_pid" 2>/dev/null || true; wait "$run_pid" || true; fi
   if [ "$status" -ne 0 ]; then
-    echo >&2
-    echo "demo-postgres failed (exit $status, the error is above); stopping the services it started" \
-         "(ZYNC_STATE_DIR=$ZYNC_STATE_DIR${run_pid:+; zync run's log: $log}):" >&2
-    zync down >&2 || true
+    zync down >/dev/null 2>&1 || true
+    echo "demo-postgres failed (exit $status, the error is above); its services are stopped" \
+         "(ZYNC_STATE_DIR=$ZYNC_STATE_DIR${run_pid:+; the log of zync run: $log})" >&2
   fi
   exit "$status"
 }
