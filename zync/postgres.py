@@ -109,12 +109,12 @@ def server_pid(data: Path) -> int | None:
         return None
 
 
-def remove_stale(root: Path, keep: Path | None = None) -> list[Path]:
+def remove_stale(root: Path) -> list[Path]:
     """Remove the folders under `root` that no state folder links to any more (their state folder was
-    wiped or deleted) and on which no server runs; `keep` (being made now) stays. Returns those removed."""
+    wiped or deleted) and on which no server runs. Returns those removed."""
     removed = []
     for held in sorted(root.iterdir()) if root.is_dir() else []:
-        if held == keep or not held.is_dir() or owned(held) or server_pid(held / "data") is not None:
+        if not held.is_dir() or owned(held) or server_pid(held / "data") is not None:
             continue
         shutil.rmtree(held, ignore_errors=True)
         removed.append(held)
@@ -176,7 +176,7 @@ def _chown(path: Path, user: str | None) -> None:
         shutil.chown(path, user, user)
 
 
-def _hold(user: str) -> Path:
+def _hold(user: str | None) -> Path:
     """As root: the folder of this state folder's cluster, linked from the state folder, made afresh
     unless the link already leads to it; returns the data folder inside it."""
     root = held_root()
