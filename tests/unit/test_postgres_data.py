@@ -80,3 +80,16 @@ def test_purge_removes_the_held_folder_and_nothing_a_link_was_edited_to(held, tm
     other.mkdir(parents=True)
     (state / "postgres" / "data").symlink_to(other)
     assert postgres.remove_held_data() is None and other.exists()
+
+
+@pytest.mark.parametrize("where", ["project", "above"])
+def test_purge_refuses_a_state_folder_that_holds_the_project(where, monkeypatch):
+    from zync import services
+    from zync.config import project_dir
+    from zync.errors import ZyncError
+
+    state = project_dir() if where == "project" else project_dir().parent
+    monkeypatch.setenv("ZYNC_STATE_DIR", str(state))
+    with pytest.raises(ZyncError, match="refusing to delete the state folder"):
+        services.purge(None)
+    assert project_dir().exists()
