@@ -28,8 +28,8 @@ egress = one Delta read. Any design that keeps the raw and output tables in
 Delta (ARCHITECTURE.md's contract) and runs its ETL as a dbt model pays at
 least this per cycle, and an event waits about 1.5 cycles on average (half a
 cycle until the next ingest, one cycle through it). An analyst's hand-run `dbt run`
-costs at least the cold `dbt run` of a view. Printed with the targets of
-issue 14; JSON in bench/out/engine_floor.json.
+costs at least the cold `dbt run` of a view. Printed beside the latency
+goals it bounds (TARGETS); JSON in bench/out/engine_floor.json.
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def main() -> None:
                         help="history sizes in input records, comma-separated")
     parser.add_argument("--backfill", type=int, default=None, help="pending records for the backfill (default: largest size; 0: none)")
     parser.add_argument("--new-events", type=int, default=NEW_EVENTS,
-                        help="new events (denorm pairs' halves) before the timed run (default 1000; issue 14 asks for 4)")
+                        help="new events (denorm pairs' halves) before the timed run (default 1000)")
     parser.add_argument("--target", choices=("local", "cluster"), default="local",
                         help="cluster: also time each run through a local standalone cluster's Thrift Server")
     parser.add_argument("--repeat", type=int, default=1,

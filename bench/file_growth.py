@@ -3,8 +3,8 @@
     .venv/bin/python bench/file_growth.py [--files 3000] [--kinds cursor,done] [--cycles 4] [--compact]
 
 Every writing run of an output model appends one small file to each of its
-`kind` partitions, and nothing compacts them yet (README, Running
-continuously). This builds the invoices project (bench/latency.py's stream
+`kind` partitions until `zync run` compacts the table (docs/running.md,
+Compaction). This builds the invoices project (bench/latency.py's stream
 shape) on its own state folder and ports, runs --cycles cycles of 4 events
 in one warm `Service`, then appends copies of the table's own rows as
 --files small files to each of --kinds (copies of cursor rows leave every

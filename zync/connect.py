@@ -1,7 +1,7 @@
 """Register Debezium connectors on the Kafka Connect worker and wait until they run.
 
 The settings here are the ones that work against zync's embedded broker and
-Apicurio Registry 3.0.9 (README "Connecting Debezium"):
+Apicurio Registry 3.0.9 (docs/debezium.md):
 
 - Converter: Apicurio's AvroConverter 2.6 talking to the registry's v2 API,
   writing the Confluent wire format (`as-confluent=true`: magic byte and a

@@ -49,7 +49,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     conf = target.spark_conf
     if conf.get("spark.master", "local").startswith("spark://"):
         # Client mode on a standalone cluster: executors that run Python run this interpreter, which
-        # holds zync's packages (the workers share this machine's file system, as the README says).
+        # holds zync's packages (the workers share this machine's file system, as docs/scaling-out.md says).
         conf.setdefault("spark.pyspark.python", sys.executable)
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -1,4 +1,4 @@
-"""`zync up --connect`: PostgreSQL and the Connect worker as the README says they run."""
+"""`zync up --connect`: PostgreSQL and the Connect worker as docs/debezium.md says they run."""
 
 from __future__ import annotations
 
