@@ -25,7 +25,7 @@ From them, the floor of one invoices cycle (two input topics, one output):
 ingest = 2 appends; ETL = one dbt invocation + one INSERT + 2 more Delta
 reads planned (the model reads both raw tables and the output's done rows);
 egress = one Delta read. Any design that keeps the raw and output tables in
-Delta (ARCHITECTURE.md's contract) and runs its ETL as a dbt model pays at
+Delta (as zync's design does) and runs its ETL as a dbt model pays at
 least this per cycle, and an event waits about 1.5 cycles on average (half a
 cycle until the next ingest, one cycle through it). An analyst's hand-run `dbt run`
 costs at least the cold `dbt run` of a view. Printed beside the latency
