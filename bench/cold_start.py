@@ -33,7 +33,7 @@ PORTS = {"ZYNC_KAFKA_PORT": "24692", "ZYNC_REGISTRY_PORT": "24681", "ZYNC_CATALO
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local"})
 OUT = ROOT / "bench" / "out"
 
-from tests.service.conftest import invoices_project  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
 from zync.class_archive import ARCHIVE  # noqa: E402
 
 # Run in a new process: a driver started the way zync's jobs start theirs, each step timed.

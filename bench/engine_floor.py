@@ -51,7 +51,7 @@ PORTS = {"ZYNC_KAFKA_PORT": "24592", "ZYNC_REGISTRY_PORT": "24581", "ZYNC_CATALO
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local"})
 OUT = ROOT / "bench" / "out"
 
-from tests.service.conftest import invoices_project  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
 
 TARGETS = {"p50 at 100 events/s": 3.0, "a cycle after 4 events": 2.0, "a hand-run dbt run": 5.0}
 ROWS = 4

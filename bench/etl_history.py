@@ -165,7 +165,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     backfill = max(sizes) if args.backfill is None else args.backfill
 
-    from tests.support.scratch import make_scratch_project
+    from testkit.scratch import make_scratch_project
     from zync import services
     from zync.cluster import SERVICE_NAMES
     from zync.config import load_target

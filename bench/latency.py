@@ -53,7 +53,7 @@ SCHEMAS = ROOT / "demo" / "invoices" / "schemas"
 
 sys.path.insert(0, str(ROOT))
 from bench.rss import PeakRss  # noqa: E402
-from tests.service.conftest import InvoicesProject, invoices_project  # noqa: E402
+from testkit.invoices import InvoicesProject, invoices_project  # noqa: E402
 from zync import kafka_client  # noqa: E402
 from zync.config import load_target  # noqa: E402
 from zync.wire import Registry, encode  # noqa: E402

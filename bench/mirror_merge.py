@@ -306,7 +306,7 @@ def main() -> None:
     services.up(target, only={"catalog"})  # its own catalog, on its own port
     atexit.register(services.down, target, ["catalog"])
     spark = spark_session(target)
-    from tests.support.scratch import make_scratch_project
+    from testkit.scratch import make_scratch_project
 
     row_counts = sorted({rows for _, rows in cases})
     project = make_scratch_project(OUT / "project", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path

@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 from tests.etl.scratch import SCHEMA, append_raw, drop_tables, raw_row
-from tests.support.scratch import make_scratch_project
+from testkit.scratch import make_scratch_project
 from zync import services, topics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,9 +24,8 @@ import subprocess
 from dbt.cli.main import dbtRunner
 
 from tests.cluster.conftest import CLUSTER_SERVICES
-from tests.integration.test_invoices_demo import DEMO
-from tests.service.conftest import invoices_project
-from tests.service.harness import BIN, RunProcess, wait_until
+from testkit.harness import BIN, RunProcess, wait_until
+from testkit.invoices import DEMO, invoices_project
 from zync import cluster as spark_cluster
 from zync import services
 

@@ -20,7 +20,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.support.scratch import make_scratch_project
+from testkit.scratch import make_scratch_project
 from zync import connect_worker, services
 
 DB = "dbz_evolve"

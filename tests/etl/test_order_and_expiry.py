@@ -6,7 +6,7 @@ import pytest
 
 from service import etl_status
 from tests.etl.scratch import append_raw, drop_tables, raw_row
-from tests.support.scratch import ROOT, set_dbt_vars
+from testkit.scratch import ROOT, set_dbt_vars
 
 OUT = "etlc_ord_out"
 RAW_A, RAW_B = "etlc_ord_a", "etlc_ord_b"

@@ -1,4 +1,4 @@
-"""Projects for `zync run`'s tests: zync's invoices demo under topic and table names of their own.
+"""zync's invoices demo as a project of its own, for `zync run`'s tests and the benchmarks.
 
 Each test gets a project folder of its own (the demo's transforms with every
 topic, table and model name prefixed, so they never meet the demo test's),
@@ -8,17 +8,46 @@ user's project holds them: `zync run` is pointed at it with ZYNC_PROJECT_DIR.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from compiler import compile_transforms, write_outputs
-from tests.integration.test_invoices_demo import DEMO, EXPECTED
 from zync import kafka_client, topics
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "zync"
+DEMO = ROOT / "demo" / "invoices"
+# zync's own output for its demo, kept with the demo so the tests run anywhere.
+EXPECTED_FILE = DEMO / "zync-expected-staging-after-each-batch.txt"
+
+
+def _zson_to_json(text: str) -> object:
+    return json.loads(re.sub(r"([{,])([A-Za-z_][A-Za-z0-9_]*):", r'\1"\2":', text))
+
+
+def expected_after_each_batch() -> dict[int, tuple[list[dict], set[tuple[str, int]]]]:
+    """{batch: (out records in offset order, done input coordinates with Kafka's 0-based offsets)}.
+
+    zync's demo numbers input offsets from 1; Kafka numbers them from 0, so input
+    offsets are shifted down by one. Output offsets start at 0 in both."""
+    expected: dict[int, tuple[list[dict], set[tuple[str, int]]]] = {}
+    batch = 0
+    for line in EXPECTED_FILE.read_text().splitlines():
+        if line.startswith("=== "):
+            batch = int(line[4:])
+            expected[batch] = ([], set())
+        elif line.endswith("(=done)"):
+            kafka = _zson_to_json(line[: -len("(=done)")])["kafka"]
+            expected[batch][1].add((kafka["topic"], kafka["offset"] - 1))
+        elif line.startswith("{"):
+            expected[batch][0].append(_zson_to_json(line))
+    return expected
+
+
+EXPECTED = expected_after_each_batch()
 _NAMES = re.compile(r"\b(InvoiceStatus|NewInvoices|Invoices|raw_invoice_status|raw_invoices|new_invoices|invoices_mirror)\b")
 _LINKED = ("macros", "seeds", "profiles", ".local", "jvm")
 

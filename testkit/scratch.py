@@ -23,7 +23,7 @@ from dbt.cli.main import dbtRunner
 from compiler import compile_transforms, write_outputs
 from compiler.schemas import SchemaSource
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "zync"
 
 

@@ -11,7 +11,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from tests.service.conftest import ROOT, InvoicesProject
+from testkit.invoices import ROOT, InvoicesProject
 
 BIN = ROOT / ".venv" / "bin"
 WAIT_S = 300.0  # a cold JVM on a loaded 2-core machine takes most of a minute before its first cycle
