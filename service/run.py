@@ -339,7 +339,7 @@ class Service:
         if set(due) - small:
             with without_adaptive_execution(self.spark):
                 runs += self.project.run(sorted(set(due) - small))
-        # The models cached their inputs' pending records (macros/etl/zync_pending.sql): this engine
+        # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
         self.rerun.clear()

@@ -43,7 +43,7 @@ mirrors:
 
 
 def notes(spark, name: str) -> list[str]:
-    """What runs in this process read and have not written yet (macros/admin/zync_notes.sql)."""
+    """What runs in this process read and have not written yet (macros/admin/zync_leave_note.sql)."""
     return [r.key for r in spark.sql("set").collect() if r.key.startswith(f"zync.note.{name}.")]
 
 
