@@ -55,12 +55,12 @@ $(LOCAL)/.jars-installed: jvm/pom.xml $(wildcard jvm/connect/*/pom.xml) Makefile
 	tar -xzf "$$(mvn --quiet --batch-mode help:evaluate -Dexpression=settings.localRepository -DforceStdout | sed 's/\x1b\[[0-9;]*m//g')/io/apicurio/apicurio-registry-app/$(APICURIO_VERSION)/apicurio-registry-app-$(APICURIO_VERSION)-all.tar.gz" -C $(LOCAL)/apicurio
 	touch $@
 
-# The Spark driver's class-data archive (zync/class_archive.py): every new driver maps the
+# The Spark driver's class-data archive (stack/class_archive.py): every new driver maps the
 # classes it would load from it, ~4 s sooner; built again when the jars or the profile change.
 class-archive: $(LOCAL)/jsa/spark-driver.jsa
-$(LOCAL)/jsa/spark-driver.jsa: $(VENV)/.installed $(LOCAL)/.jars-installed profiles/profiles.yml zync/class_archive.py
+$(LOCAL)/jsa/spark-driver.jsa: $(VENV)/.installed $(LOCAL)/.jars-installed profiles/profiles.yml stack/class_archive.py
 	@# An optimisation only: without it drivers start the usual way, so a failure stops nothing.
-	-$(BIN)/python -m zync.class_archive
+	-$(BIN)/python -m stack.class_archive
 
 up: setup
 	$(BIN)/zync up

@@ -77,7 +77,7 @@ sys.path.insert(0, str(ROOT))
 from testkit.harness import (ChangeStream, RunProcess, engine_pid, expected_mirror,  # noqa: E402
                              expected_output, mirror_check)
 from testkit.invoices import SCHEMA, InvoicesProject, invoices_project  # noqa: E402
-from zync import services  # noqa: E402
+from stack import services  # noqa: E402
 from zync.config import load_target  # noqa: E402
 
 DRAIN_S = 600.0

@@ -49,7 +49,7 @@ def main() -> None:
         submit += ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{EVENTS_DIR}"]
     os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(submit + ["pyspark-shell"])
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     import service.run as run_module
 

@@ -120,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
 
     OUT.mkdir(parents=True, exist_ok=True)
-    from zync import services
+    from stack import services
     from zync.config import load_target
 
     target = load_target("local")

@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--cold-reps", type=int, default=3, help="cold `dbt run` processes (default 3)")
     args = parser.parse_args()
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
     from service.project import DbtProject

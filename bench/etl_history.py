@@ -166,8 +166,8 @@ def main() -> None:
     backfill = max(sizes) if args.backfill is None else args.backfill
 
     from testkit.scratch import make_scratch_project
-    from zync import services
-    from zync.cluster import SERVICE_NAMES
+    from stack import services
+    from stack.cluster import SERVICE_NAMES
     from zync.config import load_target
     from zync.spark import spark_session
 

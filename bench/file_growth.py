@@ -49,7 +49,7 @@ def main() -> None:
     if not set(args.kinds.split(",")) <= {"cursor", "done"}:
         parser.error("--kinds takes cursor and/or done (copies of out rows are refused by egress as damage)")
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
 

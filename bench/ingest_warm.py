@@ -275,7 +275,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown variants: {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
 

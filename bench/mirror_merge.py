@@ -297,7 +297,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown design(s) {', '.join(sorted(unknown))}: choose from {', '.join(DESIGNS)}")
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
 

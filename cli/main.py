@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from service.compaction import COMPACT_AFTER_COMMITS
-from zync import services
 from zync.config import Target, load_target, project_dir
 from zync.durations import parse_duration
 from zync.errors import ZyncError
@@ -24,16 +23,22 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def cmd_up(args: argparse.Namespace) -> None:
+    from stack import services  # the local stack: only these verbs need it
+
     for line in services.up(_target(args), connect=args.connect, cluster=args.cluster):
         print(line)
 
 
 def cmd_down(args: argparse.Namespace) -> None:
+    from stack import services  # the local stack: only these verbs need it
+
     for line in services.down(_target(args)):
         print(line)
 
 
 def cmd_status(args: argparse.Namespace) -> None:
+    from stack import services  # the local stack: only these verbs need it
+
     for line in services.status(_target(args), connect=args.connect, cluster=args.cluster):
         print(line)
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from tests.etl.scratch import SCHEMA, append_raw, drop_tables, raw_row
 from testkit.scratch import make_scratch_project
-from zync import services, topics
+from stack import services
+from zync import topics
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -26,8 +26,8 @@ from dbt.cli.main import dbtRunner
 from tests.cluster.conftest import CLUSTER_SERVICES
 from testkit.harness import BIN, RunProcess, wait_until
 from testkit.invoices import DEMO, invoices_project
-from zync import cluster as spark_cluster
-from zync import services
+from stack import cluster as spark_cluster
+from stack import services
 
 ZYNC_APP = "zync (cluster)"
 BATCHES = (1, 2)  # the demo batches fed through the cluster (see above)

@@ -21,7 +21,7 @@ from decimal import Decimal
 import pytest
 
 from testkit.scratch import make_scratch_project
-from zync import connect_worker, services
+from stack import connect_worker, services
 
 DB = "dbz_evolve"
 PREFIX = "dbze"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from zync import connect_worker, postgres, services
+from stack import connect_worker, postgres, services
 
 
 def test_status_lists_postgres_and_connect_up(debezium, target):

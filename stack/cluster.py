@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.request import urlopen
 
+from stack.processes import Service
 from zync.config import Target, load_target, state_dir
 from zync.errors import ZyncError
-from zync.processes import Service
 
 LOOPBACK = "127.0.0.1"
 CLUSTER_TARGET = "cluster"

@@ -15,9 +15,9 @@ from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
 
+from stack.processes import Service
 from zync.config import Target, local_dir, state_dir
 from zync.errors import ZyncError
-from zync.processes import Service
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 18083
@@ -76,7 +76,7 @@ def write_config(target: Target) -> None:
         "key.converter=org.apache.kafka.connect.json.JsonConverter",
         "value.converter=org.apache.kafka.connect.json.JsonConverter",
         # The broker does not auto-create topics: source connectors create
-        # theirs through topic.creation.default.* (see zync/connect.py).
+        # theirs through topic.creation.default.* (see stack/connect.py).
         "topic.creation.enable=true",
         f"listeners=http://{LOOPBACK}:{port()}",
         f"rest.advertised.host.name={LOOPBACK}",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from zync.config import state_dir
 from zync.errors import ZyncError
-from zync.processes import Service
+from stack.processes import Service
 
 LOOPBACK = "127.0.0.1"
 USER = "zync"

@@ -24,7 +24,7 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlsplit
 from urllib.request import Request, urlopen
 
-from zync import connect_worker, postgres
+from stack import connect_worker, postgres
 from zync.config import Target
 from zync.errors import ZyncError
 

@@ -1,8 +1,8 @@
 """A background process zync starts and tracks (`zync up`): its command, folder, pid file and log,
 all under the state folder, so that it outlives the command that started it.
 
-The services themselves (zync/services.py, connect_worker.py, postgres.py,
-cluster.py) build these; zync/services.py starts, waits for and stops them.
+The services themselves (stack/services.py, connect_worker.py, postgres.py,
+cluster.py) build these; stack/services.py starts, waits for and stops them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every new Spark driver (a zync verb, a hand-run `dbt`, `zync run` starting)
 loads the same tens of thousands of classes (Spark SQL, Hive's metastore
 client, DataNucleus, Delta) before its first statement. The JDK can map
 them from an archive instead of loading them: `make setup` builds one here
-(`python -m zync.class_archive`) by starting a driver with the `local`
+(`python -m stack.class_archive`) by starting a driver with the `local`
 profile's settings, a throw-away embedded metastore and warehouse, running
 what every zync job does first (a Delta table created, appended to, read),
 and letting the JVM write the classes it loaded when it exits
@@ -98,7 +98,7 @@ def build(archive: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m zync.class_archive",
+        prog="python -m stack.class_archive",
         description="Build the Spark driver's class-data archive (`make setup` runs this): new drivers start "
                     "seconds sooner. Safe to run again; a driver without it starts the usual way.")
     parser.parse_args(argv)

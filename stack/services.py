@@ -5,7 +5,7 @@ The catalog is Apache Derby's network server holding the Hive metastore
 database that every Spark process of the local target shares.
 All run as detached processes on loopback, with their data, logs and pid files
 under the state folder, so that they outlive the command that started them
-(zync/processes.py).
+(stack/processes.py).
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from urllib.request import urlopen
 
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-from zync import cluster as spark_cluster
-from zync import connect_worker, local_security, postgres
+from stack import cluster as spark_cluster
+from stack import connect_worker, local_security, postgres
+from stack.processes import Service
 from zync.config import Target, load_target, local_dir, state_dir
 from zync.errors import ZyncError
-from zync.processes import Service
+from zync.spark import catalog_answers
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0
@@ -225,15 +226,6 @@ def _answers(service: Service) -> bool:
         return False
 
 
-def catalog_answers(host: str, port: int) -> bool:
-    """Whether the catalog's Derby server accepts connections (it listens once it is ready)."""
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
 def _start(service: Service) -> None:
     service.folder.mkdir(parents=True, exist_ok=True)
     if service.name == "kafka":
@@ -298,7 +290,7 @@ def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
 
 # Start order: each phase waits for the one before (Connect needs the broker's topics; the worker
 # needs the master; the Thrift Server needs the worker's executors and the catalog).
-_LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))  # zync.cluster.SERVICE_NAMES
+_LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))  # stack.cluster.SERVICE_NAMES
 
 
 def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False) -> list[str]:
