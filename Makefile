@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo demo-postgres test jars venv postgres class-archive bench-deps up up-connect down clean chaos-run chaos
+.PHONY: setup demo demo-postgres test jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
 
 setup: venv jars postgres class-archive
 
@@ -27,12 +27,17 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# compat: the project root goes on sys.path, where dbt finds its plugin dbt_zync/.
-	$(BIN)/pip install --quiet -e '.[test,cluster]' --config-settings editable_mode=compat
+	$(BIN)/pip install --quiet -e '.[test,cluster,docs]' --config-settings editable_mode=compat
 	touch $@
 
-# matplotlib, for bench/etl_history.py's plot; not needed by anything else.
+# matplotlib, for the benchmarks' plots (bench/plots.py, bench/etl_history.py); not needed by anything else.
 bench-deps: setup
-	$(BIN)/pip install --quiet -e '.[test,cluster,bench]'
+	$(BIN)/pip install --quiet -e '.[test,cluster,docs,bench]' --config-settings editable_mode=compat
+
+# The documentation site (docs/, mkdocs.yml) into site/; --strict turns a broken link or a page
+# missing from the navigation into a failure.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 jars: $(LOCAL)/.jars-installed
 APICURIO_VERSION := 3.0.9
@@ -50,12 +55,12 @@ $(LOCAL)/.jars-installed: jvm/pom.xml $(wildcard jvm/connect/*/pom.xml) Makefile
 	tar -xzf "$$(mvn --quiet --batch-mode help:evaluate -Dexpression=settings.localRepository -DforceStdout | sed 's/\x1b\[[0-9;]*m//g')/io/apicurio/apicurio-registry-app/$(APICURIO_VERSION)/apicurio-registry-app-$(APICURIO_VERSION)-all.tar.gz" -C $(LOCAL)/apicurio
 	touch $@
 
-# The Spark driver's class-data archive (zync/class_archive.py): every new driver maps the
+# The Spark driver's class-data archive (stack/class_archive.py): every new driver maps the
 # classes it would load from it, ~4 s sooner; built again when the jars or the profile change.
 class-archive: $(LOCAL)/jsa/spark-driver.jsa
-$(LOCAL)/jsa/spark-driver.jsa: $(VENV)/.installed $(LOCAL)/.jars-installed profiles/profiles.yml zync/class_archive.py
+$(LOCAL)/jsa/spark-driver.jsa: $(VENV)/.installed $(LOCAL)/.jars-installed profiles/profiles.yml stack/class_archive.py
 	@# An optimisation only: without it drivers start the usual way, so a failure stops nothing.
-	-$(BIN)/python -m zync.class_archive
+	-$(BIN)/python -m stack.class_archive
 
 up: setup
 	$(BIN)/zync up
@@ -69,7 +74,7 @@ down:
 demo: setup
 	bash demo/invoices/run.sh
 
-# The invoices demo through real PostgreSQL, Debezium and the JDBC sink (README "Connecting Debezium").
+# The invoices demo through real PostgreSQL, Debezium and the JDBC sink (docs/debezium.md).
 demo-postgres: setup
 	bash demo/postgres/run.sh
 
@@ -80,9 +85,9 @@ test: setup
 # rm -rf is for a clone whose venv is gone.
 clean:
 	-$(BIN)/zync down --purge
-	rm -rf $(LOCAL)/state target logs
+	rm -rf $(LOCAL)/state target logs site
 
-# `zync run` killed with kill -9 at 10 seeded random moments (README "Running continuously");
+# `zync run` killed with kill -9 at 10 seeded random moments (docs/running.md);
 # the suite runs the same test with one. ZYNC_RUN_KILL_SEED picks other moments.
 chaos-run: setup
 	ZYNC_RUN_KILL_TRIALS=$${ZYNC_RUN_KILL_TRIALS:-10} $(BIN)/pytest -p no:cacheprovider tests/service/test_run_service.py

@@ -9,7 +9,7 @@ and ZYNC_CHAOS_CATALOG_PORT; it starts and stops its own Kafka, registry and
 catalog). One `zync run` process follows a project with the invoices demo's
 transform and mirror (under names of its own). Its input topics have 3
 partitions, records keyed by primary key as Debezium keys them. Each trial
-produces a round of Debezium events (tests/service/harness.py ChangeStream):
+produces a round of Debezium events (testkit/harness.py ChangeStream):
 new invoices with their status rows (inserts: denorm pairs), and of the
 earlier invoices a few status changes and item changes (updates: partial
 rows), deletes each followed by its tombstone (an invoice's delete gives a
@@ -74,10 +74,10 @@ PORTS = {name: os.environ.get(name.replace("ZYNC_", "ZYNC_CHAOS_"), default) for
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
 
 sys.path.insert(0, str(ROOT))
-from tests.service.conftest import SCHEMA, InvoicesProject, invoices_project  # noqa: E402
-from tests.service.harness import (ChangeStream, RunProcess, engine_pid, expected_mirror,  # noqa: E402
-                                   expected_output, mirror_check)
-from zync import services  # noqa: E402
+from testkit.harness import (ChangeStream, RunProcess, engine_pid, expected_mirror,  # noqa: E402
+                             expected_output, mirror_check)
+from testkit.invoices import SCHEMA, InvoicesProject, invoices_project  # noqa: E402
+from stack import services  # noqa: E402
 from zync.config import load_target  # noqa: E402
 
 DRAIN_S = 600.0

@@ -6,7 +6,7 @@ One command, alone on the machine (its own state folder and ports; it starts
 and stops its own Kafka, registry and catalog). Every zync verb, every
 hand-run `dbt` command and every `zync run` start pays a new driver JVM. For
 each round, in turn with the archive (`make setup`'s
-.local/jsa/spark-driver.jsa, zync/class_archive.py) and without it (moved
+.local/jsa/spark-driver.jsa, stack/class_archive.py) and without it (moved
 aside for the run, then put back): a new process starts a driver with the
 `local` target's settings as zync's jobs do, and times its session, its
 first catalog statement and its first read of a Delta table; then a cold
@@ -33,8 +33,8 @@ PORTS = {"ZYNC_KAFKA_PORT": "24692", "ZYNC_REGISTRY_PORT": "24681", "ZYNC_CATALO
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local"})
 OUT = ROOT / "bench" / "out"
 
-from tests.service.conftest import invoices_project  # noqa: E402
-from zync.class_archive import ARCHIVE  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
+from stack.class_archive import ARCHIVE  # noqa: E402
 
 # Run in a new process: a driver started the way zync's jobs start theirs, each step timed.
 DRIVER = """
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds of both designs, alternating (default 4)")
     args = parser.parse_args()
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
 
     archive = ROOT / ARCHIVE

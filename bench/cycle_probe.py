@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 import bench.cycle_profile as cp  # noqa: E402  (sets ports and state)
 from bench.latency import Producer  # noqa: E402
 from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
-from tests.service.conftest import invoices_project  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
 from zync.spark import session_conf  # noqa: E402
 
 EVENTS_DIR = cp.STATE.parent / "probe-events"
@@ -49,7 +49,7 @@ def main() -> None:
         submit += ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{EVENTS_DIR}"]
     os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(submit + ["pyspark-shell"])
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     import service.run as run_module
 

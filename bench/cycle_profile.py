@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.latency import Producer  # noqa: E402  (it sets the latency benchmark's ports: ours below)
 from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
-from tests.service.conftest import invoices_project  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-cycle-state"
 PORTS = {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727"}
@@ -120,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
 
     OUT.mkdir(parents=True, exist_ok=True)
-    from zync import services
+    from stack import services
     from zync.config import load_target
 
     target = load_target("local")

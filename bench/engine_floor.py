@@ -25,11 +25,11 @@ From them, the floor of one invoices cycle (two input topics, one output):
 ingest = 2 appends; ETL = one dbt invocation + one INSERT + 2 more Delta
 reads planned (the model reads both raw tables and the output's done rows);
 egress = one Delta read. Any design that keeps the raw and output tables in
-Delta (ARCHITECTURE.md's contract) and runs its ETL as a dbt model pays at
+Delta (as zync's design does) and runs its ETL as a dbt model pays at
 least this per cycle, and an event waits about 1.5 cycles on average (half a
 cycle until the next ingest, one cycle through it). An analyst's hand-run `dbt run`
-costs at least the cold `dbt run` of a view. Printed with the targets of
-issue 14; JSON in bench/out/engine_floor.json.
+costs at least the cold `dbt run` of a view. Printed beside the latency
+goals it bounds (TARGETS); JSON in bench/out/engine_floor.json.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ PORTS = {"ZYNC_KAFKA_PORT": "24592", "ZYNC_REGISTRY_PORT": "24581", "ZYNC_CATALO
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local"})
 OUT = ROOT / "bench" / "out"
 
-from tests.service.conftest import invoices_project  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
 
 TARGETS = {"p50 at 100 events/s": 3.0, "a cycle after 4 events": 2.0, "a hand-run dbt run": 5.0}
 ROWS = 4
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--cold-reps", type=int, default=3, help="cold `dbt run` processes (default 3)")
     args = parser.parse_args()
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
     from service.project import DbtProject

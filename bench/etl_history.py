@@ -156,7 +156,7 @@ def main() -> None:
                         help="history sizes in input records, comma-separated")
     parser.add_argument("--backfill", type=int, default=None, help="pending records for the backfill (default: largest size; 0: none)")
     parser.add_argument("--new-events", type=int, default=NEW_EVENTS,
-                        help="new events (denorm pairs' halves) before the timed run (default 1000; issue 14 asks for 4)")
+                        help="new events (denorm pairs' halves) before the timed run (default 1000)")
     parser.add_argument("--target", choices=("local", "cluster"), default="local",
                         help="cluster: also time each run through a local standalone cluster's Thrift Server")
     parser.add_argument("--repeat", type=int, default=1,
@@ -165,9 +165,9 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     backfill = max(sizes) if args.backfill is None else args.backfill
 
-    from tests.support.scratch import make_scratch_project
-    from zync import services
-    from zync.cluster import SERVICE_NAMES
+    from testkit.scratch import make_scratch_project
+    from stack import services
+    from stack.cluster import SERVICE_NAMES
     from zync.config import load_target
     from zync.spark import spark_session
 

@@ -3,8 +3,8 @@
     .venv/bin/python bench/file_growth.py [--files 3000] [--kinds cursor,done] [--cycles 4] [--compact]
 
 Every writing run of an output model appends one small file to each of its
-`kind` partitions, and nothing compacts them yet (README, Running
-continuously). This builds the invoices project (bench/latency.py's stream
+`kind` partitions until `zync run` compacts the table (docs/running.md,
+Compaction). This builds the invoices project (bench/latency.py's stream
 shape) on its own state folder and ports, runs --cycles cycles of 4 events
 in one warm `Service`, then appends copies of the table's own rows as
 --files small files to each of --kinds (copies of cursor rows leave every
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.latency import Producer, invoice_round  # noqa: E402  (it sets the latency benchmark's ports: ours below)
 from bench.service_cycles import full_cycle, invoices_service  # noqa: E402
-from tests.service.conftest import invoices_project  # noqa: E402
+from testkit.invoices import invoices_project  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-file-growth-state"
 PORTS = {"ZYNC_KAFKA_PORT": "24492", "ZYNC_REGISTRY_PORT": "24481", "ZYNC_CATALOG_PORT": "24827"}
@@ -49,7 +49,7 @@ def main() -> None:
     if not set(args.kinds.split(",")) <= {"cursor", "done"}:
         parser.error("--kinds takes cursor and/or done (copies of out rows are refused by egress as damage)")
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
 

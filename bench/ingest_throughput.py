@@ -222,7 +222,7 @@ def main() -> None:
                         help="cluster: also run zync's default on a local standalone cluster (zync up --cluster), "
                              "alternating with the local runs")
     args = parser.parse_args()
-    from zync import services
+    from stack import services
     from zync.config import load_target
 
     OUT.mkdir(parents=True, exist_ok=True)

@@ -46,13 +46,13 @@ TABLES = OUT / "warm-tables"
 
 
 # Settings tried against the default, each alone. Session settings apply to the ingest's write;
-# zync.bench.* ones are this benchmark's: the Kafka read's task count, and the code of main before
-# this branch (branch ingest-speed), for the same run to show what each change bought.
+# zync.bench.* ones are this benchmark's: the Kafka read's task count, and the earlier ingest design
+# (`before`), for the same run to show what each change bought.
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
-    "before": {"zync.bench.parquet": "main", "zync.bench.conform": "main"},
-    "parquet-before": {"zync.bench.parquet": "main"},
-    "conform-before": {"zync.bench.conform": "main"},
+    "before": {"zync.bench.parquet": "earlier", "zync.bench.conform": "earlier"},
+    "parquet-before": {"zync.bench.parquet": "earlier"},
+    "conform-before": {"zync.bench.conform": "earlier"},
     "lz4": {"spark.sql.parquet.compression.codec": "lz4"},
     "zstd": {"spark.sql.parquet.compression.codec": "zstd"},
     "uncompressed": {"spark.sql.parquet.compression.codec": "uncompressed"},
@@ -108,7 +108,7 @@ def warm_ingest(spark, target, topic: str, name: str, expect: int, settings: dic
         hadoop.set(k, v)
     try:
         with session_conf(spark, {k: v for k, v in session.items() if not k.startswith("parquet.")}), _tasks(tasks), \
-                _main_code(settings):
+                _earlier_code(settings):
             job = Ingest(target, [topic], location=str(location), progress=ingest_progress(quiet=True))
             started = time.monotonic()
             records = job.run(exit_after=0.0)
@@ -140,16 +140,16 @@ def _empty_like(spark, like: str, location: Path) -> None:
 
 
 @contextmanager
-def _main_code(settings: dict[str, str]) -> Iterator[None]:
-    """main's code before this branch where a variant asks: Parquet's defaults for the raw table
+def _earlier_code(settings: dict[str, str]) -> Iterator[None]:
+    """The earlier ingest design where a variant asks: Parquet's defaults for the raw table
     (snappy, dictionaries), and the table's types reached by a struct rebuilt field by field."""
     import ingest.evolution
     import ingest.table
 
     parquet, only_nullability = dict(ingest.table.PARQUET_SETTINGS), ingest.evolution.only_nullability
-    if settings.get("zync.bench.parquet") == "main":
+    if settings.get("zync.bench.parquet") == "earlier":
         ingest.table.PARQUET_SETTINGS.clear()
-    if settings.get("zync.bench.conform") == "main":
+    if settings.get("zync.bench.conform") == "earlier":
         ingest.evolution.only_nullability = lambda source, target: False
     try:
         yield
@@ -275,7 +275,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown variants: {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
 

@@ -297,7 +297,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown design(s) {', '.join(sorted(unknown))}: choose from {', '.join(DESIGNS)}")
 
-    from zync import services
+    from stack import services
     from zync.config import load_target
     from zync.spark import spark_session
 
@@ -306,7 +306,7 @@ def main() -> None:
     services.up(target, only={"catalog"})  # its own catalog, on its own port
     atexit.register(services.down, target, ["catalog"])
     spark = spark_session(target)
-    from tests.support.scratch import make_scratch_project
+    from testkit.scratch import make_scratch_project
 
     row_counts = sorted({rows for _, rows in cases})
     project = make_scratch_project(OUT / "project", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path

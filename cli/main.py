@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from service.compaction import COMPACT_AFTER_COMMITS
-from zync import services
 from zync.config import Target, load_target, project_dir
 from zync.durations import parse_duration
 from zync.errors import ZyncError
@@ -24,16 +23,22 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def cmd_up(args: argparse.Namespace) -> None:
+    from stack import services  # the local stack: only these verbs need it
+
     for line in services.up(_target(args), connect=args.connect, cluster=args.cluster):
         print(line)
 
 
 def cmd_down(args: argparse.Namespace) -> None:
+    from stack import services  # the local stack: only these verbs need it
+
     for line in (services.purge if args.purge else services.down)(_target(args)):
         print(line)
 
 
 def cmd_status(args: argparse.Namespace) -> None:
+    from stack import services  # the local stack: only these verbs need it
+
     for line in services.status(_target(args), connect=args.connect, cluster=args.cluster):
         print(line)
 
@@ -149,11 +154,11 @@ def parser() -> argparse.ArgumentParser:
                            "(no-op if running)")
     p.add_argument("--connect", action="store_true",
                    help="also start PostgreSQL ($ZYNC_POSTGRES_PORT, default 15432) and a Kafka Connect worker "
-                        "with Debezium ($ZYNC_CONNECT_PORT, default 18083); see README 'Connecting Debezium'")
+                        "with Debezium ($ZYNC_CONNECT_PORT, default 18083); see docs/debezium.md")
     p.add_argument("--cluster", action="store_true",
                    help="also start a Spark cluster on this machine for target 'cluster': a standalone master "
                         "($ZYNC_SPARK_MASTER_PORT, default 17077), a worker and the Spark Thrift Server "
-                        "($ZYNC_THRIFT_PORT, default 10000); see README 'Scaling out'")
+                        "($ZYNC_THRIFT_PORT, default 10000); see docs/scaling-out.md")
     p = verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect "
                                "and the Spark cluster if running)")
     p.add_argument("--purge", action="store_true",
@@ -225,7 +230,7 @@ def parser() -> argparse.ArgumentParser:
                    help="instead of ingesting: take the dead letters that now decode (e.g. after registering "
                         "their schema) into the raw table at their own offsets and remove them, exactly once; "
                         "run it with the topic's ingest stopped and before the ETL's cursor passes them "
-                        "(README: Dead letters)")
+                        "(docs/reference/ingest.md: Bad messages)")
 
     p = verb("to-kafka", cmd_to_kafka, "publish an output table's out rows to their topic, offsets aligned")
     p.add_argument("--table", required=True, help="output table (a dbt model, e.g. new_invoices)")

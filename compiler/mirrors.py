@@ -209,7 +209,7 @@ def _source(mirror: Mirror) -> str:
 def rows_query(mirror: Mirror) -> exp.Select:
     """The model's select: every raw change of the mirror's topic as the mirror's columns, one row per record.
 
-    The machinery (macros/mirror/zync_mirror_changes.sql) keeps those past the
+    The machinery (macros/mirror/merge/zync_mirror_changes.sql) keeps those past the
     cursor, the last per key, and MERGEs them. A default the compiler cannot
     know (the Kafka key's fields, value.after's fields, the source time) is a
     macro that looks at the raw table at run time, so new fields flow in:

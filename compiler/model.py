@@ -110,12 +110,12 @@ def string_array(values: list[str]) -> exp.Expression:
 
 
 def coordinates(alias: str) -> exp.Expression:
-    """The Kafka coordinates of a record (macros/etl/zync_coordinates.sql): its identity in done rows."""
+    """The Kafka coordinates of a record (macros/etl/order/zync_coordinates.sql): its identity in done rows."""
     return jinja(f"zync_coordinates({alias!r})")
 
 
 def ordering(alias: str) -> exp.Expression:
-    """The emission order of an event, from its driving record (macros/etl/zync_coordinates.sql)."""
+    """The emission order of an event, from its driving record (macros/etl/order/zync_ordering.sql)."""
     return jinja(f"zync_ordering({alias!r})")
 
 
@@ -246,7 +246,7 @@ def lookup_cte(name: str) -> str:
 
 def _lookup_joins(query: exp.Select, compiled: CompiledRule, transform: Transform) -> tuple[exp.Select, list[exp.Expression]]:
     """Left join each lookup on its `on`; return the query and a guard per lookup that fails the run when a
-    record matches several of its rows (the record would make several events: macros/etl/zync_lookups.sql)."""
+    record matches several of its rows (the record would make several events: macros/etl/checks/zync_lookup_row_is_unique.sql)."""
     refs = {lookup.name: lookup.ref for lookup in transform.lookups}
     record = LEFT if compiled.rule.kind == "denorm" else IN
     guards = []

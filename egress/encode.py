@@ -7,17 +7,15 @@ finished Confluent wire-format bytes through Arrow, a batch at a time.
 
 from __future__ import annotations
 
-from zync.wire import HEADER, MAGIC
-
 from egress.schemas import Shape
+from zync.wire import header
 
 
 def _wire(shape: Shape, data):
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
-    header = F.lit(bytearray(HEADER.pack(MAGIC, shape.writer.id)))
-    return F.concat(header, to_avro(data, shape.schema_json))
+    return F.concat(F.lit(bytearray(header(shape.writer.id))), to_avro(data, shape.schema_json))
 
 
 def key_column(frame, shape: Shape | None):

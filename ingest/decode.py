@@ -23,7 +23,7 @@ from pyspark.sql.avro.functions import from_avro
 from ingest.arrow_frame import frame_from_arrow
 from ingest.evolution import conform
 from ingest.schemas import WriterSchemas
-from zync.wire import DecodeError, Registry, schema_id_of
+from zync.wire import BODY_POSITION, DecodeError, Registry, schema_id_of
 
 MIN_PARTITION_ROWS = 10_000  # below this, one more Spark task costs more than it saves
 
@@ -170,7 +170,7 @@ class Decoder:
             if schema_id is None:
                 return F.lit(None).cast(target)
             text = json.dumps(self.schemas.avro(schema_id))
-            decoded = from_avro(F.expr(f"substring({raw}, 6)"), text, {"mode": "FAILFAST"})
+            decoded = from_avro(F.expr(f"substring({raw}, {BODY_POSITION})"), text, {"mode": "FAILFAST"})
             return conform(decoded, self.schemas.spark_type(schema_id), target)
 
         return frame.select("kafka", column(ids[0], "k", key_type).alias("key"),

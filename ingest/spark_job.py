@@ -29,6 +29,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from ingest.evolution import conform
 from ingest.schemas import WriterType
+from zync.wire import BODY_POSITION, HEADER, header
 
 # The message raise_error gives a payload the job was not told how to decode; ingest/fallback.py
 # recognises it (and from_avro's own failures) as "a message to find", not as a broken reader.
@@ -77,7 +78,7 @@ def kafka_batch(spark, options: Mapping[str, str], topic: str, ranges: Mapping[i
 
 
 def _header(payload: Column) -> Column:
-    return F.substring(payload, 1, 5)
+    return F.substring(payload, 1, HEADER.size)
 
 
 def _has_header(payload: Column, writer: WriterType) -> Column:
@@ -86,7 +87,7 @@ def _has_header(payload: Column, writer: WriterType) -> Column:
     Five bytes compared as bytes: parsing the id out of every header (hex, then base
     conversion) costs a measurable share of a million-message batch.
     """
-    return _header(payload) == F.lit(bytearray(b"\x00" + writer.schema_id.to_bytes(4, "big")))
+    return _header(payload) == F.lit(bytearray(header(writer.schema_id)))
 
 
 def schema_id(payload: Column, writers: list[WriterType]) -> Column:
@@ -108,7 +109,7 @@ def decoded(payload: Column, writers: list[WriterType], target: T.DataType, part
     """
     branches = F.when(payload.isNull(), F.lit(None).cast(target))
     for writer in writers:
-        body = from_avro(F.substring(payload, 6, 2**31 - 1), json.dumps(writer.avro), {"mode": "FAILFAST"})
+        body = from_avro(F.substring(payload, BODY_POSITION, 2**31 - 1), json.dumps(writer.avro), {"mode": "FAILFAST"})
         branches = branches.when(_has_header(payload, writer), conform(body, writer.spark_type, target))
     return branches.otherwise(F.raise_error(F.lit(f"{UNDECODABLE} ({part})")).cast(target))
 

@@ -51,7 +51,7 @@ CONNECT_NAMES_PROPERTY = "zync.connectNames"
 WRITER_SCHEMAS_PROPERTY = "zync.writerSchemaIds"
 # Defaults of fields that some writer schemas lack ({"value.after.qty": {"default": 0, "absentIn": [3]}}):
 # a record written without the field reads as holding the default (Avro's schema resolution); the
-# raw table keeps the null it was written as, and macros/debezium/zync_field_defaults.sql puts it in.
+# raw table keeps the null it was written as, and macros/debezium/zync_with_default.sql puts it in.
 FIELD_DEFAULTS_PROPERTY = "zync.fieldDefaults"
 
 

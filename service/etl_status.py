@@ -6,7 +6,7 @@ the pending and expired records and the age of the oldest pending one. Per
 output: the last output offset and how far the Kafka topic is behind it.
 Everything is read with DataFrame expressions, so no name from a transform
 file is spliced into a query; but which records are pending is the project's
-one definition (macros/etl/zync_stored_pending.sql, read by the `__pending`
+one definition (macros/etl/pending/zync_stored_pending.sql, read by the `__pending`
 view and the zync_pending_age data test too), rendered by dbt in this process
 with the tables' quoted names.
 """
@@ -219,7 +219,7 @@ def transform_status(spark, target: Target, transform, project: DbtProject, kafk
 
 
 def _mirror_cursor(spark, mirror_name: str, table) -> dict[int, int]:
-    """The cursor a mirror's newest zync commit carries (macros/mirror/zync_mirror_cursor.sql), else its rows'."""
+    """The cursor a mirror's newest zync commit carries (macros/mirror/cursor/zync_mirror_current_cursor.sql), else its rows'."""
 
     for row in spark.sql(f"describe history {mirror_name} limit 20").collect():
         try:

@@ -170,7 +170,7 @@ class DbtProject:
         if not runs:
             reason = result.exception or result.result or "no model ran"
             return [ModelRun(name, False, str(reason)) for name in names]
-        # The results also hold the project's on-run-end hooks (macros/etl/zync_pending.sql's clean-up).
+        # The results also hold the project's on-run-end hooks (macros/etl/pending/zync_cache_pending.sql's clean-up).
         ended = [ModelRun(r.node.name, str(r.status) == "success", r.message or "") for r in runs
                  if r.node.resource_type == "model"]
         missing = set(names) - {r.name for r in ended}

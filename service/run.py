@@ -240,8 +240,9 @@ class Service:
         if not models:
             raise NothingToRunError(
                 "no output or mirror models to run" + (f" match --select {self.select!r}" if self.select else "")
-                + ": write transforms/*.yml and run `zync etl compile` (the invoices demo's models are on "
-                "only with ZYNC_DEMO=true)")
+                + f": write a transform or mirror file in {self.project.root / 'transforms'}/ and run "
+                "`zync etl compile` (the invoices demo's models, from demo/invoices/transforms/, are on only "
+                "with ZYNC_DEMO=true)")
         if [m.name for m in models] != [m.name for m in self.models]:
             self.status.note("models: " + ", ".join(f"{m.name} ({m.kind})" for m in models))
         self.models = models
@@ -338,7 +339,7 @@ class Service:
         if set(due) - small:
             with without_adaptive_execution(self.spark):
                 runs += self.project.run(sorted(set(due) - small))
-        # The models cached their inputs' pending records (macros/etl/zync_pending.sql): this engine
+        # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
         self.rerun.clear()

@@ -4,15 +4,17 @@ On a terminal one line is redrawn (per stage: records, lag, seconds of the
 last cycle that did work) and errors print above it. Elsewhere (systemd,
 a scheduler, a pipe) each cycle that did work logs one JSON line per stage
 and one for the cycle; an idle service logs a heartbeat once a minute.
+The lines are drawn and logged as every verb's are (zync/progress.py, Reporter).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
+
+from zync.progress import Reporter
 
 HEARTBEAT_S = 60.0
 
@@ -27,11 +29,9 @@ class StageReport:
     detail: dict = field(default_factory=dict)
 
 
-class RunStatus:
+class RunStatus(Reporter):
     def __init__(self, stream: TextIO = sys.stderr, live: bool | None = None):
-        self.stream = stream
-        self.live = stream.isatty() if live is None else live
-        self.started = time.monotonic()
+        super().__init__("run", stream, live, label="zync run")
         self.cycles = 0
         self.busy_cycles = 0
         self.totals = {"ingest": 0, "dbt": 0, "egress": 0, "compact": 0}
@@ -40,10 +40,6 @@ class RunStatus:
         self._last_cycle_s = 0.0
         self._idle_since = time.monotonic()
         self._heartbeat_at = time.monotonic()
-
-    def _json(self, **fields) -> None:
-        self.stream.write(json.dumps({"ts": round(time.time(), 3), "verb": "run", **fields}, default=str) + "\n")
-        self.stream.flush()
 
     def _draw(self) -> None:
         parts = [f"cycle {self.cycles}"]
@@ -58,8 +54,7 @@ class RunStatus:
             parts.append(f"last busy cycle {self._last_cycle_s:.1f}s")
         idle = time.monotonic() - self._idle_since
         parts.append(f"idle {idle:.0f}s" if idle >= 1 else "working")
-        self.stream.write("\rzync run: " + " | ".join(parts) + "\033[K")
-        self.stream.flush()
+        self._redraw(" | ".join(parts))
 
     def cycle(self, stages: list[StageReport], seconds: float) -> None:
         """One cycle ended; `stages` are those that did work (none: an idle cycle)."""
@@ -94,25 +89,21 @@ class RunStatus:
         """A stage failed for one topic or model; the service goes on (and retries it later)."""
         self.errors += 1
         if self.live:
-            self.stream.write(f"\r\033[Kzync run: {stage} {what}: error: {message}\n")
+            self._above(f"{stage} {what}: error: {message}")
             self._draw()
         else:
             self._json(cycle=self.cycles + 1, stage=stage, of=what, error=message)
 
     def note(self, message: str, **fields) -> None:
         if self.live:
-            self.stream.write(f"\r\033[Kzync run: {message}\n")
+            self._above(message)
             self._draw()
         else:
             self._json(event="note", message=message, **fields)
 
     def finish(self, why: str) -> None:
-        if self.live:
-            self.stream.write("\r\033[K")
-        elapsed = time.monotonic() - self.started
-        self.stream.write(
-            f"zync run: {why}: {self.cycles} cycles ({self.busy_cycles} with work) in {elapsed:.1f}s; "
+        self._summary(
+            f"{why}: {self.cycles} cycles ({self.busy_cycles} with work) in {self.elapsed:.1f}s; "
             f"{self.totals['ingest']:,} records ingested, {self.totals['dbt']:,} model runs, "
             f"{self.totals['egress']:,} records published, {self.totals['compact']:,} small files compacted, "
-            f"{self.errors} errors\n")
-        self.stream.flush()
+            f"{self.errors} errors")

@@ -36,7 +36,7 @@ os.environ["ZYNC_DEMO"] = "true"
 
 @pytest.fixture(scope="session")
 def target():
-    from zync import services
+    from stack import services
     from zync.config import load_target
 
     target = load_target("local")

@@ -348,7 +348,7 @@ def field_defaults(avro_schema: Any) -> dict[str, Any]:
     the default: `ALTER TABLE ... ADD COLUMN qty int NOT NULL DEFAULT 0` gives Debezium's schema
     `qty` with default 0, and PostgreSQL's older rows hold 0. The raw table holds null for those
     records (it keeps what was written); mirrors and transforms put the default in for them
-    (macros/debezium/zync_field_defaults.sql).
+    (macros/debezium/zync_with_default.sql).
     """
     found: dict[str, Any] = {}
 

@@ -1,7 +1,9 @@
 """What a long-running verb shows: a live line on a terminal, JSON log lines otherwise, one summary at the end;
 and the rule that says when `--exit-after` may start counting idle time.
 
-One class for every verb (`from-kafka`, `to-kafka`, `zync run`'s quiet stages), so they all look alike.
+`Reporter` is what every verb shares, so they all look alike: `Progress` for the verbs that move
+records (`from-kafka`, `to-kafka`, `zync run`'s quiet stages), and `zync run`'s own status line
+(service/status.py).
 """
 
 from __future__ import annotations
@@ -15,30 +17,60 @@ from typing import TextIO
 LIVE_INTERVAL_S = 0.5
 
 
-class Progress:
+class Reporter:
+    """A verb's output: one live line redrawn on a terminal, one JSON line per event elsewhere.
+
+    `verb` names the verb in JSON lines, `label` (default: the verb) prefixes the printed lines.
+    `quiet`: nothing at all. `live` (default: the stream is a terminal) redraws one line.
+    """
+
+    def __init__(self, verb: str, stream: TextIO = sys.stderr, live: bool | None = None, quiet: bool = False,
+                 label: str | None = None):
+        self.verb = verb
+        self.label = label or verb
+        self.stream = stream
+        self.quiet = quiet
+        self.live = (stream.isatty() if live is None else live) and not quiet
+        self.started = time.monotonic()
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _json(self, **fields) -> None:
+        self.stream.write(json.dumps({"ts": round(time.time(), 3), "verb": self.verb, **fields}, default=str) + "\n")
+        self.stream.flush()
+
+    def _redraw(self, text: str) -> None:
+        self.stream.write(f"\r{self.label}: {text}\033[K")
+        self.stream.flush()
+
+    def _above(self, text: str) -> None:
+        """A line printed above the live one (which the caller redraws)."""
+        self.stream.write(f"\r\033[K{self.label}: {text}\n")
+
+    def _summary(self, text: str) -> None:
+        if self.live:
+            self.stream.write("\r\033[K")
+        self.stream.write(f"{self.label}: {text}\n")
+        self.stream.flush()
+
+
+class Progress(Reporter):
     """Records moved and their rate, lag per (topic, partition), commits; drawn live or logged.
 
-    `quiet`: nothing at all (zync run reports its stages itself). `live` (default: the stream is a
-    terminal) redraws one line; otherwise `log` writes one JSON line per event.
+    `quiet`: nothing at all (zync run reports its stages itself).
     """
 
     def __init__(self, verb: str, stream: TextIO = sys.stderr, live: bool | None = None, quiet: bool = False,
                  interval_s: float = LIVE_INTERVAL_S):
-        self.verb = verb
-        self.stream = stream
-        self.quiet = quiet
-        self.live = (stream.isatty() if live is None else live) and not quiet
+        super().__init__(verb, stream, live, quiet)
         self.interval_s = interval_s
-        self.started = time.monotonic()
         self.records = 0  # read (ingest) or published (egress)
         self.committed = 0  # committed to tables (ingest)
         self.commits = 0
         self.lag: dict[tuple[str, int], int] = {}
         self._last = 0.0
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
 
     def rate(self) -> float:
         """Records per second: committed ones where this verb commits, else the ones it moved."""
@@ -48,9 +80,7 @@ class Progress:
     def log(self, event: str, **fields) -> None:
         """One JSON line to the stream (only when not drawing the live line)."""
         if not self.live and not self.quiet:
-            record = {"ts": round(time.time(), 3), "verb": self.verb, "event": event, **fields}
-            self.stream.write(json.dumps(record, default=str) + "\n")
-            self.stream.flush()
+            self._json(event=event, **fields)
 
     # --- ingest: read, then committed ----------------------------------------
 
@@ -79,18 +109,14 @@ class Progress:
         if not self.live or now - self._last < self.interval_s:
             return
         self._last = now
-        self.stream.write(f"\r{self.verb}: {text}\033[K")
-        self.stream.flush()
+        self._redraw(text)
 
     def finish(self, summary: str, with_rate: bool = False) -> None:
         """The one summary line: what was done, in how long (and at what rate)."""
         if self.quiet:
             return
-        if self.live:
-            self.stream.write("\r\033[K")
         rate = f" ({self.rate():,.0f} records/s)" if with_rate else ""
-        self.stream.write(f"{self.verb}: {summary} in {self.elapsed:.1f}s{rate}\n")
-        self.stream.flush()
+        self._summary(f"{summary} in {self.elapsed:.1f}s{rate}")
 
 
 class CaughtUp:

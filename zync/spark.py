@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from zync.config import Target
 from zync.errors import ZyncError
-from zync.services import catalog_answers
 
 
 class CatalogDownError(ZyncError):
     """The target's catalog server does not accept connections."""
+
+
+def catalog_answers(host: str, port: int) -> bool:
+    """Whether the catalog's Derby server accepts connections (it listens once it is ready)."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 def check_catalog(address: tuple[str, int] | None) -> None:
@@ -49,7 +58,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     conf = target.spark_conf
     if conf.get("spark.master", "local").startswith("spark://"):
         # Client mode on a standalone cluster: executors that run Python run this interpreter, which
-        # holds zync's packages (the workers share this machine's file system, as the README says).
+        # holds zync's packages (the workers share this machine's file system, as docs/scaling-out.md says).
         conf.setdefault("spark.pyspark.python", sys.executable)
     for key, value in conf.items():
         builder = builder.config(key, value)

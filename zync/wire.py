@@ -17,6 +17,13 @@ from zync.errors import ZyncError
 
 MAGIC = 0
 HEADER = struct.Struct(">bI")
+# Where the Avro body starts, as a 1-based position for SQL's substring() over a message's bytes.
+BODY_POSITION = HEADER.size + 1
+
+
+def header(schema_id: int) -> bytes:
+    """The 5 bytes every message written with this schema id starts with."""
+    return HEADER.pack(MAGIC, schema_id)
 
 
 class DecodeError(ZyncError):
@@ -106,6 +113,6 @@ def schema_id_of(data: bytes | None, where: str) -> int | None:
 
 def encode(writer: WriterSchema, datum: Any) -> bytes:
     out = io.BytesIO()
-    out.write(HEADER.pack(MAGIC, writer.id))
+    out.write(header(writer.id))
     fastavro.schemaless_writer(out, writer.parsed, datum)
     return out.getvalue()

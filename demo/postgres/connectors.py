@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zync import connect, kafka_client, postgres
+from stack import connect, postgres
+from zync import kafka_client
 from zync.config import Target, load_target
 from zync.errors import ZyncError
 

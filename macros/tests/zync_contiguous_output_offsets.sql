@@ -9,6 +9,7 @@
 {{ return(adapter.dispatch('test_zync_contiguous_output_offsets', 'zync')(model, output_topic)) }}
 {% endtest %}
 
+
 {% macro default__test_zync_contiguous_output_offsets(model, output_topic) %}
 with out_rows as (
     select

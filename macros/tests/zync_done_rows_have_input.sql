@@ -10,6 +10,7 @@
 {{ return(adapter.dispatch('test_zync_done_rows_have_input', 'zync')(model, inputs)) }}
 {% endtest %}
 
+
 {% macro default__test_zync_done_rows_have_input(model, inputs) %}
 with done as (
     select

@@ -10,6 +10,7 @@
 {{ return(adapter.dispatch('test_zync_no_dead_letters', 'zync')(model)) }}
 {% endtest %}
 
+
 {% macro default__test_zync_no_dead_letters(model) %}
 {%- set relation = load_relation(model) if execute else model %}
 {%- if relation is none %}

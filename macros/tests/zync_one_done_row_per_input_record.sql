@@ -11,6 +11,7 @@
 {{ return(adapter.dispatch('test_zync_one_done_row_per_input_record', 'zync')(model, inputs)) }}
 {% endtest %}
 
+
 {% macro default__test_zync_one_done_row_per_input_record(model, inputs) %}
 with done as (
     select

@@ -12,6 +12,7 @@
 {{ return(adapter.dispatch('test_zync_pending_age', 'zync')(model, inputs, warn_after_minutes)) }}
 {% endtest %}
 
+
 {% macro default__test_zync_pending_age(model, inputs, warn_after_minutes=none) %}
 {%- set minutes = warn_after_minutes if warn_after_minutes is not none
     else var('zync_pending_warn_after_minutes', 60) %}

@@ -21,8 +21,9 @@ from pathlib import Path
 
 
 from tests.etl.scratch import SCHEMA, append_raw, drop_tables, raw_row
-from tests.support.scratch import make_scratch_project
-from zync import services, topics
+from testkit.scratch import make_scratch_project
+from stack import services
+from zync import topics
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from zync import cluster as spark_cluster
-from zync import services
+from stack import cluster as spark_cluster
+from stack import services
 from zync.config import load_target
 
 CLUSTER_SERVICES = set(spark_cluster.SERVICE_NAMES)

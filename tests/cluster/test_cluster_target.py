@@ -24,11 +24,10 @@ import subprocess
 from dbt.cli.main import dbtRunner
 
 from tests.cluster.conftest import CLUSTER_SERVICES
-from tests.integration.test_invoices_demo import DEMO
-from tests.service.conftest import invoices_project
-from tests.service.harness import BIN, RunProcess, wait_until
-from zync import cluster as spark_cluster
-from zync import services
+from testkit.harness import BIN, RunProcess, wait_until
+from testkit.invoices import DEMO, invoices_project
+from stack import cluster as spark_cluster
+from stack import services
 
 ZYNC_APP = "zync (cluster)"
 BATCHES = (1, 2)  # the demo batches fed through the cluster (see above)

@@ -1,4 +1,4 @@
-"""dbt-native tests: a scratch dbt project per module (tests/support/scratch.py), on the session's Spark,
+"""dbt-native tests: a scratch dbt project per module (testkit/scratch.py), on the session's Spark,
 with demo-shaped data. Tables and topics are prefixed dbtn_/dbtn so that they never meet the demo's.
 
 The scratch project's dbt commands execute as `zync run` executes a small run of an output model
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import pytest
 
 from service.run import small_run_engine
-from tests.support.scratch import ROOT, ScratchProject, make_scratch_project, run_dbt
+from testkit.scratch import ROOT, ScratchProject, make_scratch_project, run_dbt
 
 DEMO = ROOT / "demo" / "invoices"
 INVOICES_YAML = ROOT / "demo" / "invoices" / "transforms" / "invoices.yml"

@@ -13,7 +13,7 @@ import datetime as dt
 import pytest
 
 from tests.dbt_native.conftest import append_demo_batches
-from tests.integration.test_invoices_demo import EXPECTED
+from testkit.invoices import EXPECTED
 
 PREFIX = "dbtn"
 THREE_HOURS_AGO = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=3)

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from zync import connect, kafka_client, postgres, services
+from stack import connect, postgres, services
+from zync import kafka_client
 from zync.config import Target
 
 CONNECT_SERVICES = {"postgres", "connect"}

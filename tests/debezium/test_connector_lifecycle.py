@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from zync import kafka_client, topics
-from zync.connect import ConnectorFailed
+from stack.connect import ConnectorFailed
 from zync.errors import ZyncError
 
 DB = "dbz_lifecycle"

@@ -19,7 +19,7 @@ import io
 from demo.postgres import connectors
 from service.run import Service
 from service.status import RunStatus
-from tests.service.conftest import SCHEMA, invoices_project
+from testkit.invoices import SCHEMA, invoices_project
 
 REPLAY_BEFORE_STEP = 4  # (1-based) after three steps every invoice of the snapshot has been paired
 

@@ -1,6 +1,6 @@
 """zync-shaped output records -> Debezium's JDBC sink -> a PostgreSQL table.
 
-The records are what `zync to-kafka` publishes (README "Egress"): Avro in the Confluent wire
+The records are what `zync to-kafka` publishes (docs/reference/egress.md): Avro in the Confluent wire
 format, key and value schemas derived from Spark types by egress/schemas.py (every field
 optional), a partial update with a schema of only its fields, a tombstone for a delete.
 """

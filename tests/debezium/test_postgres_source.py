@@ -17,7 +17,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.support.scratch import make_scratch_project
+from testkit.scratch import make_scratch_project
 from zync import kafka_client, topics
 from zync.wire import Registry, schema_id_of
 

@@ -20,8 +20,8 @@ from decimal import Decimal
 
 import pytest
 
-from tests.support.scratch import make_scratch_project
-from zync import connect_worker, services
+from testkit.scratch import make_scratch_project
+from stack import connect_worker, services
 
 DB = "dbz_evolve"
 PREFIX = "dbze"

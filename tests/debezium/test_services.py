@@ -1,4 +1,4 @@
-"""`zync up --connect`: PostgreSQL and the Connect worker as the README says they run."""
+"""`zync up --connect`: PostgreSQL and the Connect worker as docs/debezium.md says they run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import pwd
 from pathlib import Path
 
-from zync import connect_worker, postgres, services
+from stack import connect_worker, postgres, services
 from zync.config import state_dir
 
 

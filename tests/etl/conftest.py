@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from service.run import small_run_engine
-from tests.support.scratch import ScratchProject, make_scratch_project
+from testkit.scratch import ScratchProject, make_scratch_project
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Raw tables for ETL tests, written directly by Spark (the scratch projects: tests/support/scratch.py)."""
+"""Raw tables for ETL tests, written directly by Spark (the scratch projects: testkit/scratch.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from compiler.schemas import SchemaSource, delta_table_schemas
-from tests.support.scratch import SCHEMA
+from testkit.scratch import SCHEMA
 
 # Raw tables in the shape `zync from-kafka` writes, with a small Debezium-like value.
 RAW_DDL = (

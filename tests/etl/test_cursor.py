@@ -47,7 +47,7 @@ def test_a_run_after_a_long_history_reads_only_files_past_the_cursor(etl, spark)
     for commit in range(5):  # a history of five ingest commits, one file each
         append_raw(spark, RAW, [A(commit * 4 + n) for n in range(4)])
     # The look-back for Debezium's replays reads the raw table from its window below the cursor
-    # (macros/etl/zync_pending.sql, zync_replays): 4 offsets here, one file of the history.
+    # (macros/etl/pending/zync_replays.sql): 4 offsets here, one file of the history.
     window = ["--vars", "{zync_replay_window: 4}"]
     etl.dbt("run", "--select", OUT, *window)
     history = files_of(spark, RAW, "true")

@@ -6,7 +6,7 @@ import pytest
 
 from service import etl_status
 from tests.etl.scratch import append_raw, drop_tables, raw_row
-from tests.support.scratch import ROOT, set_dbt_vars
+from testkit.scratch import ROOT, set_dbt_vars
 
 OUT = "etlc_ord_out"
 RAW_A, RAW_B = "etlc_ord_a", "etlc_ord_b"
@@ -55,8 +55,8 @@ BOTH_PLANS = pytest.mark.parametrize("project", ["one task", "parallel"], indire
 
 @pytest.fixture
 def project(request, project):
-    """The scratch project, its runs planned as a small run (one task, macros/etl/zync_output_rows.sql's
-    zync_small_run) or as a large one (var zync_one_task_below: 0): per-key order must decide the same."""
+    """The scratch project, its runs planned as a small run (one task, macros/etl/output/zync_small_run.sql)
+    or as a large one (var zync_one_task_below: 0): per-key order must decide the same."""
 
     def make(transforms: dict[str, str], **options):
         made = project(transforms, **options)
@@ -104,8 +104,8 @@ def test_an_update_waits_for_the_earlier_record_of_its_key(tables, project, spar
     etl.run(OUT)
     assert outs(etl) == [(0, 1, {"id": 1, "status": "new"}), (1, 1, {"id": 1, "status": "paid"})]
     assert done(etl) == {("etlcOrdA", 5): "processed", ("etlcOrdB", 0): "processed", ("etlcOrdB", 1): "processed"}
-    # Each plan is the one named: a small run computes in one task (macros/etl/zync_output_rows.sql's
-    # zync_small_run), a large one does not. The last run's INSERT, as dbt ran it, is in target/run.
+    # Each plan is the one named: a small run computes in one task (macros/etl/output/zync_small_run.sql),
+    # a large one does not. The last run's INSERT, as dbt ran it, is in target/run.
     written = next((etl.path / "target" / "run").rglob(f"{OUT}.sql")).read_text()
     assert ("COALESCE(1)" in written) == (etl.plan == "one task")
 

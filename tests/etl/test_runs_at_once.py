@@ -14,7 +14,7 @@ Two processes at once are tried unordered in tests/service/test_run_service.py.
 from __future__ import annotations
 
 from tests.etl.scratch import SCHEMA, drop_tables
-from tests.support.scratch import make_scratch_project
+from testkit.scratch import make_scratch_project
 from tests.held_run import HeldRun, add_hold_hook, other_dbt_run
 from tests.mirrors.conftest import append_raw, change, rows
 
@@ -43,7 +43,7 @@ mirrors:
 
 
 def notes(spark, name: str) -> list[str]:
-    """What runs in this process read and have not written yet (macros/admin/zync_notes.sql)."""
+    """What runs in this process read and have not written yet (macros/admin/zync_leave_note.sql)."""
     return [r.key for r in spark.sql("set").collect() if r.key.startswith(f"zync.note.{name}.")]
 
 

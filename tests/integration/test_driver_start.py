@@ -1,4 +1,4 @@
-"""A Spark driver of this project maps the class-data archive `make setup` builds (zync/class_archive.py).
+"""A Spark driver of this project maps the class-data archive `make setup` builds (stack/class_archive.py).
 
 The archive is only an optimisation (a driver without it starts the usual way, silently), so
 nothing else would notice it missing or no longer matching the driver's class path: this does.
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zync.class_archive import ARCHIVE, ARCHIVE_OPTION, QUIET_OPTIONS, training_options
+from stack.class_archive import ARCHIVE, ARCHIVE_OPTION, QUIET_OPTIONS, training_options
 from zync.config import project_path
 
 
 def test_the_session_driver_maps_the_archive_make_setup_built(spark):
     archive = project_path(ARCHIVE).resolve()
-    assert archive.is_file(), f"`make setup` builds {archive} (python -m zync.class_archive)"
+    assert archive.is_file(), f"`make setup` builds {archive} (python -m stack.class_archive)"
     driver = spark.sparkContext._gateway.proc.pid
     mapped = {line.split()[-1] for line in Path(f"/proc/{driver}/maps").read_text().splitlines()
               if len(line.split()) >= 6}

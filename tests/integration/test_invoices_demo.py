@@ -11,47 +11,18 @@ offsets are shifted down by one. Output offsets start at 0 in both.
 from __future__ import annotations
 
 import hashlib
-import json
-import re
-from pathlib import Path
 
 import pytest
 
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest
+from testkit.invoices import DEMO, EXPECTED, EXPECTED_FILE
 from zync import kafka_client, topics
 
-ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "demo" / "invoices"
-# zync's own output for its demo, kept with the demo so the test runs anywhere.
-EXPECTED_FILE = DEMO / "zync-expected-staging-after-each-batch.txt"
 # The SHA-256 of zync's file (the project's seeds/zync-demo/expected-staging-after-each-batch.txt)
 # when it was copied here: the expectations cannot drift from what zync printed unnoticed.
 ZYNC_FILE_SHA256 = "1b0bf030809cdf5bec9dc9dd7ea1fa191f0538d37309b09e5e44c95022759dc1"
 INPUT_TOPICS = ("Invoices", "InvoiceStatus")
-
-
-def _zson_to_json(text: str) -> object:
-    return json.loads(re.sub(r"([{,])([A-Za-z_][A-Za-z0-9_]*):", r'\1"\2":', text))
-
-
-def expected_after_each_batch() -> dict[int, tuple[list[dict], set[tuple[str, int]]]]:
-    """{batch: (out records in offset order, done input coordinates with Kafka's 0-based offsets)}."""
-    expected: dict[int, tuple[list[dict], set[tuple[str, int]]]] = {}
-    batch = 0
-    for line in EXPECTED_FILE.read_text().splitlines():
-        if line.startswith("=== "):
-            batch = int(line[4:])
-            expected[batch] = ([], set())
-        elif line.endswith("(=done)"):
-            kafka = _zson_to_json(line[: -len("(=done)")])["kafka"]
-            expected[batch][1].add((kafka["topic"], kafka["offset"] - 1))
-        elif line.startswith("{"):
-            expected[batch][0].append(_zson_to_json(line))
-    return expected
-
-
-EXPECTED = expected_after_each_batch()
 
 
 def test_the_kept_copy_is_zyncs_file():
@@ -61,7 +32,7 @@ def test_the_kept_copy_is_zyncs_file():
 
 
 def test_the_expected_file_is_what_zync_printed():
-    # Guards the parser above: 8 output records in all, 12 input records done.
+    # Guards the parser (testkit.invoices): 8 output records in all, 12 input records done.
     outs, done = EXPECTED[4]
     assert [r["kafka"]["offset"] for r in outs] == list(range(8))
     assert len(done) == 12

@@ -1,7 +1,7 @@
 """Raw tables for mirror tests, written straight with Spark.
 
 Test mirrors never touch the project's committed models: each test compiles
-its own `mirrors:` file into a scratch project (tests/support/scratch.py).
+its own `mirrors:` file into a scratch project (testkit/scratch.py).
 
 Their dbt commands run interpreted with adaptive execution off (service/run.py:
 small_run_engine, as tests/etl's and tests/dbt_native's do): what a mirror
@@ -19,7 +19,7 @@ import datetime
 from pyspark.sql import types as T
 
 from service.run import small_run_engine
-from tests.support.scratch import ScratchProject, make_scratch_project
+from testkit.scratch import ScratchProject, make_scratch_project
 from zync.envelope import raw_row_schema as row_schema
 
 SCHEMA = "zync"

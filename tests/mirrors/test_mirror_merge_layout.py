@@ -4,7 +4,7 @@ A mirror keyed by (ID, name), names holding quotes and backslashes, built,
 then turned into one "made before deletion vectors" (the property set to
 false), then one incremental run: the run sets the property again, writes
 deletion vectors, names every changed key in its MERGE (the key filter,
-macros/mirror/zync_mirror_merge_sql.sql), and leaves what a rebuild leaves;
+macros/mirror/merge/zync_mirror_merge_sql.sql), and leaves what a rebuild leaves;
 time travel to the build still shows the rows before the changes.
 """
 

@@ -49,7 +49,7 @@ def test_the_embedded_tls_material_chains_to_its_ca_once(tmp_path):
     from cryptography import x509
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    from zync import local_security
+    from stack import local_security
 
     assert local_security.ensure_material(tmp_path) is True
     folder = local_security.security_dir(tmp_path)

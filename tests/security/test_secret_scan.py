@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from zync import local_security
+from stack import local_security
 from zync.config import load_target, state_dir
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,8 @@ import json
 import pytest
 
 from cli import main as cli
-from zync import kafka_client, local_security, services, topics
+from stack import local_security, services
+from zync import kafka_client, topics
 from zync.config import load_target, state_dir
 from zync.errors import ZyncError
 

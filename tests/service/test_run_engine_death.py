@@ -17,8 +17,8 @@ import random
 import subprocess
 import time
 
-from tests.service.conftest import invoices_project
-from tests.service.harness import RunProcess, engine_pid, wait_until
+from testkit.harness import RunProcess, engine_pid, wait_until
+from testkit.invoices import invoices_project
 
 SEED = int(os.environ.get("ZYNC_RUN_KILL_SEED", "14"))
 EXIT_S = 60.0  # a failing stage's own timeout may run before the run sees the dead JVM

@@ -12,8 +12,8 @@ import io
 
 from service.run import Service
 from service.status import RunStatus
-from tests.service.conftest import SCHEMA, invoices_project
-from tests.support.scratch import set_dbt_vars
+from testkit.invoices import SCHEMA, invoices_project
+from testkit.scratch import set_dbt_vars
 
 
 def quiet_service(target, project, **options) -> Service:

@@ -27,8 +27,8 @@ from collections import defaultdict
 
 import pytest
 
-from tests.service.conftest import ROOT, SCHEMA, InvoicesProject, invoices_project
-from tests.service.harness import RunProcess, by_key, invoice_round, wait_until
+from testkit.harness import RunProcess, by_key, invoice_round, wait_until
+from testkit.invoices import ROOT, SCHEMA, InvoicesProject, invoices_project
 
 KILL_TRIALS = int(os.environ.get("ZYNC_RUN_KILL_TRIALS", "1"))
 SEED = int(os.environ.get("ZYNC_RUN_KILL_SEED", "14"))

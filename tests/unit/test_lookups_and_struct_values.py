@@ -82,7 +82,7 @@ def test_a_lookup_is_read_through_ref_and_left_joined_on_its_equalities(tmp_path
     assert [same(k) for k in join.this.find(exp.Window).args["partition_by"]] == [
         same("lower(lookup_customers.name)"), same("lookup_customers.id")]
     assert projection(m.ctes["rule_2"])["value__customer_id"] == same("lookup_customers.id")
-    # a record matching several lookup rows fails the run (macros/etl/zync_lookups.sql)
+    # a record matching several lookup rows fails the run (macros/etl/checks/zync_lookup_row_is_unique.sql)
     assert same(m.ctes["rule_1"].args["where"].this) == same(
         "zync_lookup_row_is_unique('lookup_customers', 'customers', 'customer_ids', 'left_record')")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zync import postgres
+from stack import postgres
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_purge_removes_the_held_folder_and_nothing_a_link_was_edited_to(held, tm
 
 @pytest.mark.parametrize("where", ["project", "above"])
 def test_purge_refuses_a_state_folder_that_holds_the_project(where, monkeypatch):
-    from zync import services
+    from stack import services
     from zync.config import project_dir
     from zync.errors import ZyncError
 

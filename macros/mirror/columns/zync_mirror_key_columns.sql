@@ -1,0 +1,21 @@
+{#
+  The default primary key as [[name, SQL over the raw row], ...]: every
+  field of the raw table's Kafka key (`key`.`f`, Debezium's semantic types
+  typed: zync_typed_column), or `key` itself when the key is not a record.
+#}
+{% macro zync_mirror_key_columns(source_relation) -%}
+  {%- if not execute -%}
+    {{ return([['key', '`key`']]) }}
+  {%- endif -%}
+  {%- set key_type = zync_mirror_column_type(source_relation, 'key') -%}
+  {%- if not key_type.startswith('struct') -%}
+    {{ return([['key', '`key`']]) }}
+  {%- endif -%}
+  {%- set names = run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
+  {%- set notes = zync_field_notes(source_relation) -%}
+  {%- set columns = [] -%}
+  {%- for name in names -%}
+    {%- do columns.append([name, zync_typed_column(source_relation, 'key.' ~ name, notes)]) -%}
+  {%- endfor -%}
+  {{ return(columns) }}
+{%- endmacro %}

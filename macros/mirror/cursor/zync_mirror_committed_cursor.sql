@@ -1,0 +1,28 @@
+{#
+  The cursor a commit of this mirror stored in its userMetadata (see
+  zync_mirror_cursor_metadata: every build and every MERGE carries one), read
+  from the Delta log so a run does not scan the mirror. Walks the history
+  newest first: commits that change no row are passed over, a RESTORE is
+  followed to the version it restored. none when the log cannot vouch for the
+  cursor: a newer commit that may have changed rows (a manual DELETE or
+  INSERT, a restore by timestamp) or none carrying this mirror's cursor in the
+  recent history; the scan then decides.
+#}
+{% macro zync_mirror_committed_cursor(mirror_relation) -%}
+  {%- set keeps_rows = ['SET TBLPROPERTIES', 'UNSET TBLPROPERTIES', 'CHANGE COLUMN', 'ADD COLUMNS',
+                        'OPTIMIZE', 'VACUUM START', 'VACUUM END', 'ADD CONSTRAINT', 'DROP CONSTRAINT'] -%}
+  {%- set walk = {'restored_to': none} -%}
+  {%- for row in run_query('describe history ' ~ mirror_relation ~ ' limit 20').rows -%}
+    {%- set stored = fromjson(row['userMetadata'] or '', none) -%}
+    {%- if walk.restored_to is not none and row['version'] > walk.restored_to -%}
+      {#- undone by the RESTORE: not part of the mirror's current state -#}
+    {%- elif stored is mapping and stored.get('zync_mirror') == zync_mirror_name(mirror_relation) -%}
+      {{ return(stored['cursor']) }}
+    {%- elif row['operation'] == 'RESTORE' and zync_mirror_restored_version(row) is not none -%}
+      {%- do walk.update({'restored_to': zync_mirror_restored_version(row)}) -%}
+    {%- elif row['operation'] not in keeps_rows -%}
+      {{ return(none) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(none) }}
+{%- endmacro %}

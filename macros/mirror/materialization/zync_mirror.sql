@@ -1,0 +1,92 @@
+{#
+  The `zync_mirror` materialization: a current-state table kept by Delta MERGE.
+
+  dbt-spark 1.11's `incremental` materialization accepts only its own
+  strategies (append, merge, insert_overwrite, microbatch) and its `merge`
+  can neither delete nor guard an update, so mirrors get this small
+  materialization, modelled on dbt-spark's incremental one:
+  - the model's select (every raw change as the mirror's columns, as
+    `zync etl compile` writes it) becomes the view `<mirror>__raw_changes`
+    (zync_mirror_rows_relation), which the machinery reads
+    (zync_mirror_changes.sql);
+  - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the
+    last change per key (a rebuild from the raw history; Delta keeps the
+    history across a replace); its commit carries the cursor: the raw
+    offsets read before it;
+  - otherwise: the last change per key past the mirror's cursor as a cached
+    temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
+    commit, which carries the cursor past the changes.
+  A table property the model's config names (deletion vectors) is set on a
+  mirror made before it was (zync_mirror_apply_properties).
+  Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
+  run a scan of the mirror for it. A run whose mirror another run moved since
+  it read its changes writes nothing (zync_mirror_unmoved_cursor).
+  The model's settings live in its meta: {'zync_mirror': {topic, delete,
+  primary_key (the key's column names, or none: the Kafka key's fields)}}.
+#}
+{% materialization zync_mirror, adapter='spark' %}
+  {%- set settings = zync_mirror_settings() -%}
+  {%- set target_relation = this -%}
+  {%- set existing_relation = load_relation(this) -%}
+  {%- set changes_relation = this.incorporate(path={"identifier": this.identifier ~ '__zync_changes'}).include(database=false, schema=false) -%}
+  {%- set rows = zync_mirror_rows_relation(this) -%}
+  {%- set full = existing_relation is none or should_full_refresh() -%}
+  {#- The cursor is read first, as dbt renders a model before its pre-hooks: a run that another
+      commits beside after this read writes nothing (zync_mirror_unmoved_cursor). -#}
+  {%- set after = zync_mirror_cursor(this) if not full else none -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {#- The model's select, every raw change as the mirror's columns, as a view the machinery and the data tests read. -#}
+  {%- call statement('rows_view') -%}
+    create or replace view {{ rows }} as
+    {{ compiled_code }}
+  {%- endcall -%}
+  {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
+  {%- set columns = zync_mirror_columns(rows, key) -%}
+
+  {%- if full -%}
+    {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) -%}
+    {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
+      {{ create_table_as(False, target_relation, zync_mirror_changes(rows, key, columns, settings.delete)) }}
+    {%- endcall -%}
+  {%- else -%}
+    {%- set changes_sql = zync_mirror_changes(rows, key, columns, settings.delete, after=after, keep_deletes=true) -%}
+    {%- call statement('create_changes') -%}
+      {{ create_table_as(True, changes_relation, changes_sql) }}
+    {%- endcall -%}
+    {#- Cached once: Delta's MERGE reads its source twice (find the touched
+        files, then write), and the row count decides the join below. -#}
+    {%- call statement('cache_changes') -%}
+      cache table {{ changes_relation }}
+    {%- endcall -%}
+    {%- set changes = run_query('select count(*) from ' ~ changes_relation).columns[0].values()[0] | int -%}
+    {#- A nested field new in the changes evolves the mirror through MERGE's schema auto-merge. -#}
+    {%- call statement('schema_evolution') -%}
+      set spark.databricks.delta.schema.autoMerge.enabled = true
+    {%- endcall -%}
+    {%- set read_from = zync_mirror_unmoved_cursor(target_relation, changes_relation) -%}
+    {%- do zync_mirror_apply_properties(target_relation, config.get('tblproperties') or {}) -%}
+    {%- set merged = zync_mirror_evolve_schema(target_relation, changes_relation,
+                                              zync_after_defaults(zync_mirror_source()) if zync_mirror_columns_are_after(columns) else {}) -%}
+    {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
+    {#- The changes' keys written into the MERGE (zync_mirror_key_filter) only up to a number of them:
+        each of the MERGE's plans carries the list, and at 100,000 keys planning cost more than the
+        filter saved (bench/mirror_merge.py: 20-23 s against 10-11 s at 1,000,000 rows; at 10,000
+        keys it took a 10,000,000-row run from 14.6 to 8.8 s). -#}
+    {%- set key_filter = zync_mirror_key_filter(changes_relation, key)
+                         if 0 < changes <= var('zync_mirror_key_filter_rows', 10000) else none -%}
+    {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
+      {{ zync_mirror_merge_sql(target_relation, changes_relation, key, merged, settings.delete,
+                               broadcast=changes <= var('zync_mirror_broadcast_rows', 2000000),
+                               key_filter=key_filter) }}
+    {%- endcall -%}
+    {%- call statement('uncache_changes') -%}
+      uncache table if exists {{ changes_relation }}
+    {%- endcall -%}
+  {%- endif -%}
+
+  {% do persist_docs(target_relation, model) %}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

@@ -1,0 +1,140 @@
+"""Scratch dbt projects: the project's dbt_project.yml, macros/ and seeds/, models compiled from a test's own YAML.
+
+A test writes its transform or mirror YAML; `make_scratch_project` compiles it
+with the real compiler into a project folder that links the real macros/ and
+seeds/ (or the test's own seeds) and uses the real profiles/, so the
+committed models stay untouched. dbt runs in-process, on the test session's
+SparkSession. Tables live in the target schema: give them unique names.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from dbt.cli.main import dbtRunner
+
+from compiler import compile_transforms, write_outputs
+from compiler.schemas import SchemaSource
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = "zync"
+
+
+@dataclass
+class DbtRun:
+    """A finished in-process dbt invocation: its result and the log lines it printed."""
+
+    result: object
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return bool(self.result.success)
+
+    @property
+    def exception(self) -> BaseException | None:
+        return self.result.exception
+
+    @property
+    def results(self) -> list:
+        """The node results of the command (run, test, build, show): each with node, status, message."""
+        return list(getattr(self.result.result, "results", None) or [])
+
+    def statuses(self) -> dict[str, str]:
+        """{node name: status} of the nodes the command ran (run, test, build)."""
+        return {r.node.name: str(r.status) for r in self.results}
+
+
+def run_dbt(project: Path, *args: str, expect_success: bool = True) -> DbtRun:
+    """dbt `args` in this process against the project folder; on an unexpected failure, what failed and why."""
+    messages: list[str] = []
+    back = Path.cwd()
+    os.chdir(project)  # dbt writes its logs/ and target/ below the working folder
+    try:
+        result = dbtRunner(callbacks=[lambda event: messages.append(event.info.msg)]).invoke(
+            [*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")])
+    finally:
+        os.chdir(back)
+    done = DbtRun(result, messages)
+    if expect_success and not done.success:
+        failed = [f"{r.node.name}: {r.status}: {r.message}" for r in done.results
+                  if str(r.status) not in ("success", "pass")]
+        raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception or failed or result.result}\n"
+                             + "\n".join(messages[-30:]))
+    return done
+
+
+@dataclass
+class ScratchProject:
+    path: Path
+    spark: object | None = None
+    prefix: str = ""  # of its tables and topics, when the test names them so
+    # Session settings around each dbt command, given the SparkSession (e.g. as `zync run` runs a small run).
+    engine: Callable[[object], AbstractContextManager] = nullcontext
+
+    def dbt(self, *args: str, expect_success: bool = True) -> DbtRun:
+        with self.engine(self.spark):
+            return run_dbt(self.path, *args, expect_success=expect_success)
+
+    def run(self, model: str, expect_success: bool = True) -> DbtRun:
+        return self.dbt("run", "--select", model, expect_success=expect_success)
+
+    def pending(self, model: str) -> list:
+        """The rows of the model's pending report (a view, created on first use)."""
+        view = f"{model}__pending"
+        if not self.spark.catalog.tableExists(f"{SCHEMA}.{view}"):
+            self.run(view)
+        return self.rows(view)
+
+    def rows(self, table: str, where: str = "true") -> list:
+        return self.spark.sql(f"select * from {SCHEMA}.{table} where {where}").collect()
+
+    def table(self, name: str) -> str:
+        return f"{SCHEMA}.{self.prefix}_{name}"
+
+    def topic(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+
+def set_dbt_vars(project: Path, **values) -> None:
+    """Set dbt vars in a project folder's own dbt_project.yml (a copy, never the repository's)."""
+    settings = project / "dbt_project.yml"
+    loaded = yaml.safe_load(settings.read_text())
+    loaded.setdefault("vars", {}).update(values)
+    settings.write_text(yaml.safe_dump(loaded, sort_keys=False))
+
+
+def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[str, str] | None = None,
+                         schemas: SchemaSource | None = None, spark=None, prefix: str = "",
+                         engine: Callable[[object], AbstractContextManager] = nullcontext) -> ScratchProject:
+    """A dbt project in `folder` (replaced if there) with the transform files {name: YAML} compiled into models/.
+
+    seeds: {file name: CSV text} instead of the project's seeds/; schemas: what
+    the compiler checks field paths against (e.g. the warehouse's raw tables);
+    engine: the session settings around each dbt command (ScratchProject.engine).
+    """
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "transforms").mkdir(parents=True)
+    shutil.copy(ROOT / "dbt_project.yml", folder / "dbt_project.yml")
+    (folder / "macros").symlink_to(ROOT / "macros", target_is_directory=True)
+    if seeds is None:
+        (folder / "seeds").symlink_to(ROOT / "seeds", target_is_directory=True)
+    else:
+        (folder / "seeds").mkdir()
+        for name, text in seeds.items():
+            (folder / "seeds" / name).write_text(text)
+    paths = []
+    for name, text in transforms.items():
+        path = folder / "transforms" / name
+        path.write_text(textwrap.dedent(text))
+        paths.append(path)
+    write_outputs(compile_transforms(paths, folder, schemas=schemas), folder)
+    return ScratchProject(folder, spark, prefix, engine)
