@@ -59,6 +59,8 @@ from zync.progress import Progress
 from zync.spark import session_conf, spark_session
 
 DEFAULT_INTERVAL_S = 1.0
+# The session settings models leave for their materializations (macros/admin/zync_note_key.sql).
+NOTE_PREFIX = "zync.note."
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
 
@@ -342,6 +344,11 @@ class Service:
         # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
+        # A model that failed never took the notes its render left for its materialization
+        # (macros/admin/zync_leave_note.sql): its invocation is over, so they go too, or a model
+        # failing every cycle would add a session setting each time.
+        for key in [row.key for row in self.spark.sql("set").collect() if row.key.startswith(NOTE_PREFIX)]:
+            self.spark.conf.unset(key)
         self.rerun.clear()
         for run in runs:
             if run.ok:

@@ -43,8 +43,10 @@ mirrors:
 
 
 def notes(spark, name: str) -> list[str]:
-    """What runs in this process read and have not written yet (macros/admin/zync_leave_note.sql)."""
-    return [r.key for r in spark.sql("set").collect() if r.key.startswith(f"zync.note.{name}.")]
+    """What runs of this test's models in this process read and have not written yet
+    (macros/admin/zync_leave_note.sql); other tests' failed runs may have left notes of their own."""
+    return [r.key for r in spark.sql("set").collect() if r.key.startswith(f"zync.note.{name}.")
+            and r.key.endswith((f"__{SCHEMA}__{OUT}", f"__{SCHEMA}__{MIRROR}"))]
 
 
 def test_a_run_that_read_before_another_committed_writes_nothing(spark, tmp_path):
