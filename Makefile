@@ -81,8 +81,10 @@ demo-postgres: setup
 test: setup
 	$(BIN)/pytest
 
+# --purge also deletes what the state folder owns outside it (PostgreSQL's data, when run as root);
+# rm -rf is for a clone whose venv is gone.
 clean:
-	-$(BIN)/zync down
+	-$(BIN)/zync down --purge
 	rm -rf $(LOCAL)/state target logs site
 
 # `zync run` killed with kill -9 at 10 seeded random moments (docs/running.md);

@@ -32,7 +32,7 @@ def cmd_up(args: argparse.Namespace) -> None:
 def cmd_down(args: argparse.Namespace) -> None:
     from stack import services  # the local stack: only these verbs need it
 
-    for line in services.down(_target(args)):
+    for line in (services.purge if args.purge else services.down)(_target(args)):
         print(line)
 
 
@@ -159,8 +159,11 @@ def parser() -> argparse.ArgumentParser:
                    help="also start a Spark cluster on this machine for target 'cluster': a standalone master "
                         "($ZYNC_SPARK_MASTER_PORT, default 17077), a worker and the Spark Thrift Server "
                         "($ZYNC_THRIFT_PORT, default 10000); see docs/scaling-out.md")
-    verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect "
-                           "and the Spark cluster if running)")
+    p = verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect "
+                               "and the Spark cluster if running)")
+    p.add_argument("--purge", action="store_true",
+                   help="then delete the state folder ($ZYNC_STATE_DIR, default .local/state): topics, schemas, "
+                        "tables and PostgreSQL's data, also where it lives outside it when zync runs as root")
     p = verb("status", cmd_status, "show the embedded Kafka broker, schema registry and catalog (and PostgreSQL, "
                                    "Connect and the Spark cluster)")
     p.add_argument("--connect", action="store_true",

@@ -13,6 +13,8 @@ CDC table, how to key it, how to treat deletes and which columns to keep:
                                         # value.source.ts_ms, else value.ts_ms, if the raw value has it
         columns:                        # optional; default: every field of value.after
           customer: value.after.customer
+        types:                          # optional, with the default columns: a Spark type per field
+          discount: string              # (string keeps an unconstrained numeric's exact text)
 
 Expressions are Spark SQL over the raw row's own columns (`kafka`, `key`,
 `value`), parsed, checked and re-rendered with every identifier quoted by
@@ -68,6 +70,7 @@ class Mirror:
     columns: tuple[tuple[str, Text], ...] | None  # None: every field of value.after, found at run time
     source_ts: Text | None  # None: value.source.ts_ms, else value.ts_ms, else unknown (found at run time)
     where: Where
+    types: tuple[tuple[str, str], ...] = ()  # (field of value.after, Spark type) for the default columns
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror:
     what = f"mirror {index}"
     if not isinstance(raw, dict):
         raise TransformError(Where(path, getattr(raw, "line", 1)), f"{what}: expected a mapping with model and topic")
-    _check_keys(path, raw, {"model", "topic", "table", "delete", "primary-key", "source-ts", "columns"}, what)
+    _check_keys(path, raw, {"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types"}, what)
     model = _identifier(path, raw, "model", what)
     topic = _topic(path, raw, "topic", what)
     table = _identifier(path, raw, "table", what) if "table" in raw else raw_table_name(topic)
@@ -137,7 +140,33 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror:
         if name.lower() in seen:  # Spark resolves column names case-insensitively
             raise TransformError(text.where, f"{what}: column {name!r} is named twice (primary-key and columns share one namespace)")
         seen.add(name.lower())
-    return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw))
+    types = _types(path, raw, what) if "types" in raw else ()
+    if types and columns is not None:
+        raise TransformError(_where(path, raw, "types"), f"{what}: `types` applies to the default columns (every field "
+                             "of value.after); with `columns`, write the type in the column's SQL, e.g. cast(... as string)")
+    return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw), types)
+
+
+def _types(path: Path, raw: dict, what: str) -> tuple[tuple[str, str], ...]:
+    """`types:` {field: Spark type}, each type checked by sqlglot's Spark dialect and rendered as Spark writes it."""
+    value = raw["types"]
+    if not isinstance(value, dict) or not value:
+        raise TransformError(_where(path, raw, "types"), f"{what}: types: expected a mapping field: Spark type, "
+                             "e.g. {discount: string}", f"types: {value!r}")
+    pairs = []
+    for name, type_text in value.items():
+        where = _where(path, value, str(name))
+        if not isinstance(name, str) or not IDENTIFIER_PATTERN.match(name):
+            raise TransformError(where, f"{what}: types: {name!r} is not a plain field name")
+        try:
+            data_type = exp.DataType.build(str(type_text), dialect=sql.DIALECT)
+        except Exception:  # noqa: BLE001 - sqlglot raises several kinds for a bad type
+            data_type = None
+        if data_type is None or data_type.this == exp.DataType.Type.USERDEFINED:
+            raise TransformError(where, f"{what}: types.{name}: {type_text!r} is not a Spark SQL type "
+                                 "(e.g. string, decimal(38, 10), bigint)", f"{name}: {type_text}")
+        pairs.append((name, data_type.sql(dialect=sql.DIALECT).lower()))
+    return tuple(pairs)
 
 
 def load_mirrors(path: Path) -> MirrorFile:
@@ -192,7 +221,8 @@ def rows_query(mirror: Mirror) -> exp.Select:
     else:
         key = [exp.alias_(_expression(text), name) for name, text in mirror.primary_key]
     if mirror.columns is None:
-        columns: list[exp.Expression] = [exp.alias_(jinja(f"zync_mirror_typed_after({_source(mirror)})"), AFTER_COLUMN)]
+        types = f", types={dict(mirror.types)!r}" if mirror.types else ""
+        columns: list[exp.Expression] = [exp.alias_(jinja(f"zync_mirror_typed_after({_source(mirror)}{types})"), AFTER_COLUMN)]
     else:
         columns = [exp.alias_(_expression(text), name) for name, text in mirror.columns]
     source_ts = (_expression(mirror.source_ts) if mirror.source_ts is not None

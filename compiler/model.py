@@ -338,6 +338,55 @@ def takeable_query(topic: str, compiled: list[CompiledRule]) -> exp.Select:
                       exp.alias_(takeable, TAKEABLE_COLUMN)).from_(table(input_cte(topic), IN))
 
 
+def _record_paths(tree: exp.Expression, record_topics: dict[str, list[str]]) -> dict[str, set[str]]:
+    """{input topic: the field paths of its records that `tree` reads}, e.g. {'Invoices': {'value.after.ID'}}.
+
+    record_topics maps each record alias (`left_record`, ...) and, for a bare
+    `value.op` in a `where`, each raw column name, to the inputs it may mean.
+    """
+    found: dict[str, set[str]] = {}
+    for column in tree.find_all(exp.Column):
+        parts = sql.column_path(column)
+        if parts[0] in record_topics and parts[0] not in sql.RAW_COLUMNS:
+            topics, parts = record_topics[parts[0]], parts[1:]
+        elif parts[0] in sql.RAW_COLUMNS:
+            topics = record_topics.get(parts[0], [])
+        else:
+            continue  # a lookup's column
+        for topic in topics:
+            found.setdefault(topic, set()).add(".".join(parts))
+    return found
+
+
+def input_reads(transform: Transform, compiled: list[CompiledRule]) -> dict[str, list[str]]:
+    """{input topic: the field paths of its records some rule reads}, shortest first, a path below another left out.
+
+    zync_pending types (Debezium's semantic types, defaults) only these paths:
+    a column no rule reads is carried as written, so it costs the plan
+    nothing and a value of it no Spark type holds never stops the output.
+    The key is always read whole: per-key order compares records by it.
+    """
+    reads: dict[str, set[str]] = {item.topic: {"key"} for item in transform.inputs}
+    for c in compiled:
+        aliases = dict(zip((sql.RECORD_ALIASES[r] for r in records(c.rule)), ([t] for t in c.rule.inputs)))
+        # a bare `value.op` in a denorm's `where` is asked of both sides' records
+        bare = {name: list(c.rule.inputs) if c.rule.kind == "denorm" else [c.rule.inputs[0]] for name in sql.RAW_COLUMNS}
+        trees: list[exp.Expression] = [t for t in (c.key, c.condition, c.join_on) if t is not None]
+        trees += [on for _, on, _ in c.lookups]
+        if isinstance(c.value, exp.Expression):
+            trees.append(c.value)
+        elif isinstance(c.value, dict):
+            trees += c.value.values()
+        for tree in trees:
+            for topic, paths in _record_paths(tree, {**bare, **aliases}).items():
+                reads[topic] |= paths
+    kept: dict[str, list[str]] = {}
+    for topic, paths in reads.items():
+        ordered = sorted(paths, key=lambda p: (p.count("."), p.lower()))
+        kept[topic] = [p for p in ordered if not any(p.lower().startswith(q.lower() + ".") for q in ordered if q != p)]
+    return kept
+
+
 def _cte(name: str, body: str, comments: list[str]) -> str:
     lines = [f"-- {c}" for c in comments]
     return "\n".join([*lines, f"{name} as (", textwrap.indent(body, "    "), ")"])
@@ -369,11 +418,14 @@ def render_model_body(transform: Transform, compiled: list[CompiledRule], value_
                       struct_fields: StructFields) -> str:
     """Everything after the model's config: the CTEs and the final select of the output rows."""
     ctes = []
+    reads = input_reads(transform, compiled)
     for item in transform.inputs:
         ctes.append(_cte(
             input_cte(item.topic),
-            f"{{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}, zync) }}}}",
-            [f"pending {item.topic} records: past the cursor, not yet done for this output"]))
+            f"{{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}, zync,\n"
+            f"    reads={reads[item.topic]!r}) }}}}",
+            [f"pending {item.topic} records: past the cursor, not yet done for this output;",
+             "the fields the rules read typed (Debezium's types), the others as written"]))
     used = {join.lookup for rule in transform.rules for join in rule.joins}
     for lookup in transform.lookups:
         if lookup.name in used:

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from ingest.evolution import Change, IncompatibleSchemaError, merge
 from ingest.table import RawTable
-from zync.avro_types import connect_names, field_defaults, field_paths, spark_type
+from zync.avro_types import connect_names, field_defaults, field_paths, spark_type, within_spark_decimals
 from zync.errors import ZyncError
 from zync.wire import DecodeError, Registry
 
@@ -49,8 +49,9 @@ class WriterSchemas:
         self._types: dict[int, T.DataType] = {}
 
     def avro(self, schema_id: int) -> Any:
-        """The writer schema (DecodeError if the registry does not know the id)."""
-        return self.registry.schema(schema_id).schema
+        """The writer schema as ingest reads it: decimals narrowed to what Spark holds
+        (within_spark_decimals); DecodeError if the registry does not know the id."""
+        return within_spark_decimals(self.registry.schema(schema_id).schema)
 
     def spark_type(self, schema_id: int) -> T.DataType:
         found = self._types.get(schema_id)
@@ -76,7 +77,7 @@ class WriterSchemas:
             latest = self.registry.client.get_latest_version(subject)
         except Exception:  # noqa: BLE001 - any registry answer but a schema means "unknown"
             return None
-        return spark_type(json.loads(latest.schema.schema_str), self.spark)
+        return spark_type(within_spark_decimals(json.loads(latest.schema.schema_str)), self.spark)
 
 
 @dataclass

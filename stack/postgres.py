@@ -1,17 +1,29 @@
-"""PostgreSQL for Debezium: Debian's server, run by zync on loopback with its data under the state folder.
+"""PostgreSQL for Debezium: Debian's server, run by zync on loopback, its data owned by the state folder.
 
 `make setup` installs Debian's `postgresql` package when its binaries are missing.
-zync runs its own cluster (never Debian's `main` cluster): `initdb` into
-<state>/postgres/data, then `postgres` with `wal_level=logical`, listening on
-127.0.0.1:$ZYNC_POSTGRES_PORT only, without a Unix socket. PostgreSQL refuses to
-run as root, so when zync runs as root (containers, CI) the server runs as
-Debian's `postgres` user and owns its data folder; otherwise as the caller.
-Clients log in as the superuser `zync` with a password generated at initdb
-and kept in <state>/postgres/password (mode 0600).
+zync runs its own cluster (never Debian's `main` cluster): `initdb`, then
+`postgres` with `wal_level=logical`, listening on 127.0.0.1:$ZYNC_POSTGRES_PORT
+only, without a Unix socket. Clients log in as the superuser `zync` with a
+password generated at initdb and kept in <state>/postgres/password (mode 0600).
+
+Where the data lives depends on who runs zync:
+- a normal user: the server runs as that user, its data in <state>/postgres/data.
+- root (containers, CI): PostgreSQL refuses to run as root, so the server runs
+  as Debian's `postgres` user, which cannot enter a state folder below a private
+  folder (/root, a `mktemp -d` folder: mode 0700). Its data then lives in
+  ~postgres/zync/<first 12 hex digits of sha256(state folder's resolved path)>/data
+  (/var/lib/postgresql/zync/... on Debian; owned by `postgres`, mode 0700), and
+  <state>/postgres/data is a symlink to it. The link is what makes the state
+  folder its owner: a folder there whose state folder no longer links to it
+  (the state folder was wiped or deleted) is removed before the next initdb,
+  so a wiped state folder starts afresh, as it does for a normal user.
+  `zync down --purge` (`make clean`) removes it with the state folder. A cluster
+  an earlier version initdb'ed in place under <state>/postgres/data stays there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pwd
@@ -29,6 +41,10 @@ from stack.processes import Service
 
 LOOPBACK = "127.0.0.1"
 USER = "zync"
+# The user the server runs as when zync runs as root.
+SERVER_USER = "postgres"
+# In a folder of data held for a state folder: the state folder's path, to find its link again.
+STATE_RECORD = "state-folder"
 DEFAULT_PORT = 15432
 PORT_ENV = "ZYNC_POSTGRES_PORT"
 # Debian's layout: /usr/lib/postgresql/<major>/bin. ZYNC_POSTGRES_BIN overrides it.
@@ -56,7 +72,71 @@ def folder() -> Path:
 
 
 def data_dir() -> Path:
-    return folder() / "data"
+    """The cluster's data folder: in the state folder, or as root the folder held for it (module docstring)."""
+    in_place = folder() / "data"
+    if run_as() is None or (not in_place.is_symlink() and (in_place / "PG_VERSION").exists()):
+        return in_place
+    return held_folder(state_dir(), held_root()) / "data"
+
+
+def held_root() -> Path:
+    """Where the server's user keeps the data of root's clusters: its home's `zync` folder."""
+    return Path(pwd.getpwnam(SERVER_USER).pw_dir) / "zync"
+
+
+def held_folder(state: Path, root: Path) -> Path:
+    """The folder holding the data of the cluster of one state folder: a name derived from its resolved
+    path, so that the same state folder finds it again and two state folders never share one."""
+    return root / hashlib.sha256(str(state.resolve()).encode()).hexdigest()[:12]
+
+
+def owned(held: Path) -> bool:
+    """Whether the state folder recorded in `held` still links to its data (else it is stale)."""
+    try:
+        state = Path((held / STATE_RECORD).read_text().strip())
+        return os.readlink(state / "postgres" / "data") == str(held / "data")
+    except OSError:
+        return False
+
+
+def server_pid(data: Path) -> int | None:
+    """The pid of a server running on `data` (from its postmaster.pid), or None."""
+    try:
+        pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def remove_stale(root: Path) -> list[Path]:
+    """Remove the folders under `root` that no state folder links to any more (their state folder was
+    wiped or deleted) and on which no server runs. Returns those removed."""
+    removed = []
+    for held in sorted(root.iterdir()) if root.is_dir() else []:
+        if not held.is_dir() or owned(held) or server_pid(held / "data") is not None:
+            continue
+        shutil.rmtree(held, ignore_errors=True)
+        removed.append(held)
+    return removed
+
+
+def remove_held_data() -> Path | None:
+    """Remove the folder holding this state folder's data, if it has one (`zync down --purge`); the server
+    must be stopped. Returns the folder removed."""
+    link = folder() / "data"
+    if not link.is_symlink():
+        return None
+    held = Path(os.readlink(link)).parent
+    # Only a folder of ours: a link edited by hand must not make zync delete anything else.
+    if held.parent != held_root() or held.name != held_folder(state_dir(), held_root()).name:
+        return None
+    pid = server_pid(held / "data")
+    if pid is not None:
+        raise ZyncError(f"PostgreSQL (pid {pid}) still runs on {held / 'data'}: stop it first with `zync down`")
+    shutil.rmtree(held, ignore_errors=True)
+    link.unlink()
+    return held
 
 
 def bin_dir() -> Path:
@@ -76,11 +156,11 @@ def run_as() -> str | None:
     if os.geteuid() != 0:
         return None
     try:
-        pwd.getpwnam("postgres")
+        pwd.getpwnam(SERVER_USER)
     except KeyError:
         raise ZyncError("zync runs as root, PostgreSQL refuses to, and there is no `postgres` user to run it as: "
                         "install Debian's `postgresql` package (`make setup`) or run zync as a normal user") from None
-    return "postgres"
+    return SERVER_USER
 
 
 def password() -> str:
@@ -96,13 +176,43 @@ def _chown(path: Path, user: str | None) -> None:
         shutil.chown(path, user, user)
 
 
+def _hold(user: str | None) -> Path:
+    """As root: the folder of this state folder's cluster, linked from the state folder, made afresh
+    unless the link already leads to it; returns the data folder inside it."""
+    root = held_root()
+    held = held_folder(state_dir(), root)
+    link = folder() / "data"
+    if link.is_symlink() and os.readlink(link) == str(held / "data") and (held / STATE_RECORD).exists():
+        return held / "data"
+    pid = server_pid(held / "data")
+    if pid is not None:
+        raise ZyncError(f"a PostgreSQL server (pid {pid}) still runs on {held / 'data'}, the data of an earlier "
+                        f"state folder at {state_dir()} that was removed while it ran: stop it "
+                        f"(`kill -INT {pid}`) and start again")
+    # Ours included: its state folder was wiped, so its data goes with it.
+    remove_stale(root)
+    shutil.rmtree(held, ignore_errors=True)
+    for path in (root, held):
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _chown(path, user)
+    (held / STATE_RECORD).write_text(f"{state_dir().resolve()}\n")
+    if link.is_symlink() or link.is_file():
+        link.unlink()
+    else:
+        shutil.rmtree(link, ignore_errors=True)  # a half-done initdb in place
+    link.symlink_to(held / "data")
+    return held / "data"
+
+
 def prepare() -> None:
     """initdb on first start: the data folder owned by the server's user, superuser `zync` with a new password."""
-    data = data_dir()
-    if (data / "PG_VERSION").exists():
-        return
     user = run_as()
     folder().mkdir(parents=True, exist_ok=True)
+    data = data_dir()
+    if data != folder() / "data":
+        data = _hold(user)  # not data_dir()'s answer alone: data there may be a wiped state folder's
+    if (data / "PG_VERSION").exists():
+        return
     shutil.rmtree(data, ignore_errors=True)  # a half-done earlier initdb
     data.mkdir(mode=0o700)
     _chown(data, user)
@@ -110,8 +220,8 @@ def prepare() -> None:
     pw_path = folder() / "password"
     pw_path.write_text(secret + "\n")
     pw_path.chmod(0o600)
-    # initdb reads the password as the server's user: a file of its own, removed after.
-    pwfile = folder() / "initdb-pwfile"
+    # initdb reads the password as the server's user: a file of its own beside the data, removed after.
+    pwfile = data.parent / "initdb-pwfile"
     pwfile.write_text(secret + "\n")
     pwfile.chmod(0o600)
     _chown(pwfile, user)
@@ -148,6 +258,7 @@ def service() -> Service:
     return Service(
         name="postgres", port=port(), command=command() if _installed() else ["false"], cwd=Path("/"),
         prepare=prepare, ready=ready, user=run_as() if _installed() else None,
+        data=data_dir() if _installed() else None,
         # SIGINT is PostgreSQL's fast shutdown; SIGTERM (smart) would wait for
         # Debezium's replication connections to go away.
         stop_signal=signal.SIGINT, env_var=PORT_ENV,

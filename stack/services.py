@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +27,7 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 from stack import cluster as spark_cluster
 from stack import connect_worker, local_security, postgres
 from stack.processes import Service
-from zync.config import Target, load_target, local_dir, state_dir
+from zync.config import Target, load_target, local_dir, project_dir, state_dir
 from zync.errors import ZyncError
 from zync.spark import catalog_answers
 
@@ -339,6 +340,25 @@ def down(target: Target, only: set[str] | None = None) -> list[str]:
         service.pid_file.unlink(missing_ok=True)
         lines.append(f"{service.name}: stopped (pid {pid})")
     return list(reversed(lines))
+
+
+def purge(target: Target) -> list[str]:
+    """`zync down --purge`: stop every service, then delete the state folder and the data it owns
+    outside it (PostgreSQL's, when zync runs as root: stack/postgres.py)."""
+    state = state_dir().resolve()
+    # ZYNC_STATE_DIR comes from the environment: a slip there must not delete a project or a home.
+    guarded = {Path("/"), Path.home().resolve(), *project_dir().resolve().parents, project_dir().resolve()}
+    if state in guarded:
+        raise ZyncError(f"refusing to delete the state folder {state}: it is the project folder, one above it, "
+                        "the home folder or /; point ZYNC_STATE_DIR at a folder of zync's own")
+    lines = down(target)
+    held = postgres.remove_held_data()
+    if held is not None:
+        lines.append(f"postgres: data {held} removed")
+    if state.exists():
+        shutil.rmtree(state)
+        lines.append(f"state folder {state} removed")
+    return lines
 
 
 def status(target: Target, connect: bool = False, cluster: bool = False) -> list[str]:

@@ -62,6 +62,33 @@ def _branches(schema: list) -> tuple[list, bool]:
     return non_null, len(non_null) != len(schema)
 
 
+SPARK_MAX_PRECISION = 38
+
+
+def within_spark_decimals(avro_schema: Any) -> Any:
+    """The schema with every decimal wider than Spark's 38 digits narrowed to 38, at its own scale.
+
+    Kafka Connect's Avro converters write precision 64 for a Connect decimal that names none
+    (Debezium's PostgreSQL `money`, for one), and PostgreSQL allows numeric(1000, s): spark-avro
+    refuses such a schema whole, so the table could take none of its records. Precision is not
+    part of Avro's encoding (the bytes hold the unscaled number, the schema the scale), so every
+    value of at most 38 digits decodes as written; a wider one fails its batch and stops ingest
+    at that message (nothing is rounded), as any message that does not decode does.
+    """
+    if isinstance(avro_schema, list):
+        return [within_spark_decimals(branch) for branch in avro_schema]
+    if not isinstance(avro_schema, dict):
+        return avro_schema
+    narrowed = {key: within_spark_decimals(value) if key in ("type", "items", "values") else value
+                for key, value in avro_schema.items()}
+    if "fields" in avro_schema:
+        narrowed["fields"] = [{**f, "type": within_spark_decimals(f["type"])} for f in avro_schema["fields"]]
+    if (avro_schema.get("logicalType") == "decimal" and isinstance(avro_schema.get("precision"), int)
+            and avro_schema["precision"] > SPARK_MAX_PRECISION and avro_schema.get("scale", 0) <= SPARK_MAX_PRECISION):
+        narrowed["precision"] = SPARK_MAX_PRECISION
+    return narrowed
+
+
 def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataType:
     """The Spark type spark-avro gives an Avro schema: the type `from_avro` decodes it to.
 

@@ -16,8 +16,21 @@ export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11727}"
 export ZYNC_DEMO=true   # the demo's transforms and models (demo/invoices/transforms)
 step() { python "$demo/connectors.py" "$@"; }
 
-zync down >/dev/null
-rm -rf "$ZYNC_STATE_DIR"
+run_pid=
+# On failure, stop what the demo started, in one line so that the error stays right above it.
+finish() {
+  local status=$?
+  if [ -n "$run_pid" ]; then kill -TERM "$run_pid" 2>/dev/null || true; wait "$run_pid" || true; fi
+  if [ "$status" -ne 0 ]; then
+    zync down >/dev/null 2>&1 || true
+    echo "demo-postgres failed (exit $status, the error is above); its services are stopped" \
+         "(ZYNC_STATE_DIR=$ZYNC_STATE_DIR${run_pid:+; the log of zync run: $log})" >&2
+  fi
+  exit "$status"
+}
+trap finish EXIT
+
+zync down --purge >/dev/null
 zync up --connect
 zync etl compile
 
@@ -35,7 +48,6 @@ for i in "${!files[@]}"; do
     # invoices mirror) and publishes as changes arrive. Its JSON log goes to a file.
     zync run >"$log" 2>&1 &
     run_pid=$!
-    trap 'kill -TERM "$run_pid" 2>/dev/null; wait "$run_pid" || true' EXIT
     echo "zync run started (pid $run_pid, log $log)"
   fi
   step wait-records $((i + 1))
@@ -44,7 +56,7 @@ for i in "${!files[@]}"; do
   echo "--- demo_target.new_invoices (written by Debezium's JDBC sink)"
   step show demo_target 'select * from new_invoices order by 1'
 done
-kill -TERM "$run_pid"; wait "$run_pid" || true; trap - EXIT
+kill -TERM "$run_pid"; wait "$run_pid" || true; run_pid=
 tail -n 1 "$log"
 
 echo

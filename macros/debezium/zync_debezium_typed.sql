@@ -8,12 +8,12 @@
   name (Json, Uuid, Enum, a Decimal spark-avro already made a decimal, ...)
   keeps the value as it is.
 #}
-{% macro zync_debezium_typed(expression, connect_name) -%}
-  {{ return(adapter.dispatch('zync_debezium_typed', 'zync')(expression, connect_name)) }}
+{% macro zync_debezium_typed(expression, connect_name, path=none) -%}
+  {{ return(adapter.dispatch('zync_debezium_typed', 'zync')(expression, connect_name, path)) }}
 {%- endmacro %}
 
 
-{% macro default__zync_debezium_typed(expression, connect_name) -%}
+{% macro default__zync_debezium_typed(expression, connect_name, path=none) -%}
   {%- set e = expression -%}
   {%- if connect_name == 'io.debezium.time.Date' -%}
     {{ return('date_from_unix_date(' ~ e ~ ')') }}
@@ -31,7 +31,7 @@
     {{ return("case when " ~ e ~ " is not null then format_string('%02d:%02d:%02d.%06d', " ~ micros ~ " div 3600000000, "
               ~ micros ~ " div 60000000 % 60, " ~ micros ~ " div 1000000 % 60, " ~ micros ~ " % 1000000) end") }}
   {%- elif connect_name == 'io.debezium.data.VariableScaleDecimal' -%}
-    {{ return(zync_variable_scale_decimal(e)) }}
+    {{ return(zync_variable_scale_decimal(e, path)) }}
   {%- endif -%}
   {{ return(e) }}
 {%- endmacro %}

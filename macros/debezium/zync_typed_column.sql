@@ -2,7 +2,10 @@
   A raw table's top-level column (`key` or `value`) with every field named in
   `notes` (zync_field_notes) typed and defaulted; fields and structs without
   a note are passed as they are. Rebuilds only the structs on a noted field's
-  path (e.g. value.after), keeping a null struct null.
+  path (e.g. value.after), keeping a null struct null. `notes` may also hold
+  `types`: {lower-case field path: Spark type} that a user asked for (a
+  mirror entry's `types:`), applied after Debezium's typing; `string` for a
+  VariableScaleDecimal is its exact decimal text.
 #}
 {% macro zync_typed_column(relation, path, notes, alias=none) -%}
   {%- set prefix = (alias ~ '.') if alias else '' -%}
@@ -15,12 +18,19 @@
   {%- endif -%}
   {#- A name that types the value (a date, a VariableScaleDecimal record) ends here; a record's own
       name (Debezium's Value and Envelope records carry one too) does not: its fields are typed. -#}
-  {%- set typed = zync_debezium_typed(sql, notes.names[path]) if path in notes.names else sql -%}
-  {%- if typed != sql -%}
+  {%- set wanted = (notes.types or {}).get(path | lower) -%}
+  {%- if wanted and notes.names.get(path) == 'io.debezium.data.VariableScaleDecimal' and wanted | lower == 'string' -%}
+    {{ return(zync_variable_scale_decimal_text(sql)) }}
+  {%- endif -%}
+  {%- set typed = zync_debezium_typed(sql, notes.names[path], path) if path in notes.names else sql -%}
+  {%- if wanted -%}
+    {{ return('cast(' ~ typed ~ ' as ' ~ wanted ~ ')') }}
+  {%- elif typed != sql -%}
     {{ return(typed) }}
   {%- endif -%}
   {%- set below = [] -%}
-  {%- for name in (notes.names | list) + (notes.defaults | list) if name.startswith(path ~ '.') -%}{%- do below.append(name) -%}{%- endfor -%}
+  {%- for name in (notes.names | list) + (notes.defaults | list) + ((notes.types or {}) | list)
+        if (name | lower).startswith((path ~ '.') | lower) -%}{%- do below.append(name) -%}{%- endfor -%}
   {%- if not below -%}
     {{ return(sql) }}
   {%- endif -%}

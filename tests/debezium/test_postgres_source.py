@@ -298,3 +298,60 @@ def test_a_mirror_equals_postgresql_value_by_value_also_after_a_replay(streamed,
     assert final[3]["note"] == "after the replay" and len(final[3]["body"]) == BIG
     assert mirror_rows(spark) == final
     project.dbt("test")  # among them: the incremental mirror equals a rebuild from the raw history
+
+
+OUTPUT = "dbz_new_invoices"
+OUTPUT_TOPIC = "dbz.NewInvoices"
+# The invoices demo's rules over these real tables: the pending records carry every column of
+# both (an unconstrained numeric, a date, a time, jsonb, arrays, a TOASTed text), the rules read
+# four of them.
+TRANSFORMS = f"""\
+inputs:
+  - {{topic: {INVOICES}, table: {RAW_INVOICES}}}
+  - {{topic: {STATUS}, table: {RAW_STATUS}}}
+output: {{topic: {OUTPUT_TOPIC}, model: {OUTPUT}}}
+transforms:
+  - type: denorm
+    where: value.op IN ('c', 'r')
+    left: {INVOICES}
+    right: {STATUS}
+    join-on: left.value.after.id = right.value.after.invoice_id
+    out: {OUTPUT_TOPIC}
+    key: left.key
+    value:
+      id: left.value.after.id
+      customer: left.value.after.customer
+      due_date: left.value.after.due_date
+      invoice_status: right.value.after.status
+  - type: stateless
+    where: value.op = 'u'
+    in: {STATUS}
+    out: {OUTPUT_TOPIC}
+    key: {{id: in.value.after.invoice_id}}
+    value: {{id: in.value.after.invoice_id, invoice_status: in.value.after.status}}
+  - type: stateless
+    where: value.op = 'd'
+    in: {INVOICES}
+    out: {OUTPUT_TOPIC}
+    key: in.key
+    value: null
+"""
+
+
+def test_an_output_over_every_column_type_plans_and_runs(streamed, debezium, spark, tmp_path):
+    spark.sql(f"drop table if exists zync.{OUTPUT}")
+    project = make_scratch_project(tmp_path / "output", {"invoices.yml": TRANSFORMS})
+    project.dbt("run", "--select", OUTPUT)
+    out = spark.sql(f"select key.id as id, value, fields from zync.{OUTPUT} where kind = 'out' "
+                    "order by kafka.offset").collect()
+    pairs = {r["id"]: r["value"].asDict() for r in out if r["fields"] is not None and "customer" in r["fields"]}
+    # every invoice ever created had a status: each was paired once, typed (due_date a date)
+    created = streamed["inserted_state"]
+    assert sorted(pairs) == sorted(created)
+    for ident, value in pairs.items():
+        assert value["customer"] == created[ident]["customer"]
+        assert value["due_date"] == dt.date.fromisoformat(created[ident]["due_date"])
+        assert value["invoice_status"] == "new"
+    updates = [(r["id"], r["value"]["invoice_status"]) for r in out if r["fields"] == ["id", "invoice_status"]]
+    assert sorted(updates) == [(3, "paid"), (7, "paid")]
+    assert [r["id"] for r in out if r["value"] is None] == [10]

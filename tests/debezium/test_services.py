@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import pwd
 from pathlib import Path
 
 from stack import connect_worker, postgres, services
+from zync.config import state_dir
 
 
 def test_status_lists_postgres_and_connect_up(debezium, target):
@@ -30,3 +32,24 @@ def test_connect_offers_the_project_plugins(debezium):
     plugins = debezium.connect.plugins()
     assert {"io.debezium.connector.postgresql.PostgresConnector", "io.debezium.connector.jdbc.JdbcSinkConnector",
             "io.apicurio.registry.utils.converter.AvroConverter"} <= plugins
+
+
+def test_postgres_serves_a_state_folder_others_cannot_enter(debezium, target):
+    """The suite's state folder is private (tests/conftest.py), as one below /root or a `mktemp -d`
+    folder is. As root the server runs as `postgres`, which cannot enter it: its data lives in the
+    folder held for this state folder, which links to it (stack/postgres.py)."""
+    state = state_dir()
+    assert state.stat().st_mode & 0o077 == 0, f"{state} is mode {oct(state.stat().st_mode)}, not private"
+    assert debezium.query("select 1 as one", "postgres") == [{"one": 1}]
+    data = Path(debezium.query("select setting from pg_settings where name = 'data_directory'",
+                               "postgres")[0]["setting"])
+    if os.geteuid() == 0:
+        assert data == postgres.held_folder(state, postgres.held_root()) / "data"
+        assert state.resolve() not in data.resolve().parents
+        assert (state / "postgres" / "data").resolve() == data.resolve() and postgres.owned(data.parent)
+        assert data.stat().st_uid == pwd.getpwnam("postgres").pw_uid and data.stat().st_mode & 0o077 == 0
+        assert not (data.parent / "initdb-pwfile").exists()
+    else:
+        assert data == state / "postgres" / "data"
+    line = next(line for line in services.status(target) if line.startswith("postgres:"))
+    assert line.endswith(f"data {data})"), line

@@ -257,3 +257,19 @@ def test_field_defaults_are_the_plain_non_null_ones():
 
 def test_connect_names_reach_fields_through_unions():
     assert connect_names(DEBEZIUM_VALUE) == {"before.due": "io.debezium.time.Date", "after.due": "io.debezium.time.Date"}
+
+
+def test_decimals_wider_than_spark_are_narrowed_to_38_digits_at_their_scale():
+    from zync.avro_types import within_spark_decimals
+
+    money = {"type": "bytes", "logicalType": "decimal", "precision": 64, "scale": 2}
+    schema = {"type": "record", "name": "Value", "fields": [
+        {"name": "price", "type": ["null", money]},
+        {"name": "amounts", "type": {"type": "array", "items": money}},
+        {"name": "narrow", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+    ]}
+    narrowed = within_spark_decimals(schema)
+    assert narrowed["fields"][0]["type"][1] == {**money, "precision": 38}
+    assert narrowed["fields"][1]["type"]["items"]["precision"] == 38
+    assert narrowed["fields"][2]["type"]["precision"] == 10
+    assert schema["fields"][0]["type"][1]["precision"] == 64  # the registry's schema is left as it is

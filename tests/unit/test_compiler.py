@@ -311,3 +311,17 @@ def test_a_where_over_both_denorm_inputs_is_checked_on_each(tmp_path):
     path = write(tmp_path, GOOD)
     with pytest.raises(TransformError, match=r"t\.yml:7: unknown field `op` in `value`; the fields there are: after \(input B, table raw_b\)"):
         compile_transforms([path], tmp_path, schemas=schemas.get)
+
+
+def test_each_input_types_only_the_fields_its_rules_read(tmp_path):
+    """zync_pending is told which field paths the rules read (the key always): the others stay as written,
+    so an unread column costs the plan nothing and a value of it no Spark type holds stops nothing."""
+    text = GOOD.replace("value: {id: left.value.after.id, b: right.value.after.b}",
+                        "value: {id: left.value.after.id, b: right.value.after.b, all_of_b: right.value.after}")
+    sql = model_sql(tmp_path, text)
+    assert ("zync_pending(source('raw', 'raw_a'), 'A', zync,\n"
+            "        reads=['key', 'value.op', 'value.after.id'])") in sql
+    # value.after read whole on B: the paths below it are left out (it is typed whole)
+    assert "reads=['key', 'value.op', 'value.after'])" in sql
+    plain = model_sql(tmp_path, GOOD)
+    assert "reads=['key', 'value.op', 'value.after.a_id', 'value.after.b'])" in plain

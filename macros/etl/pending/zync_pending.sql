@@ -4,7 +4,9 @@
   pool with the done records, limited to what is new or still pending).
   On the first run nothing is done, so every row is pending. Debezium's
   semantic types in `key` and `value` are typed (macros/debezium/), so the
-  rules see a date as a date. Each row carries `zync_replay_of`: the offset
+  rules see a date as a date; with `reads` (the field paths the rules read,
+  which `zync etl compile` lists) only those are, the other fields are
+  carried as written (zync_notes_read). Each row carries `zync_replay_of`: the offset
   of the earlier record it replays, or null (zync_replays); rules leave
   replays alone and the model marks them done as `replayed`.
 
@@ -15,9 +17,10 @@
   and of the done rows. Spark's cache manager swaps the cached result in for
   every identical subquery, so the model's text stays what it reads as.
 #}
-{% macro zync_pending(relation, topic, state) -%}
+{% macro zync_pending(relation, topic, state, reads=none) -%}
 {%- set pending_sql -%}
 {%- set notes = zync_field_notes(relation) -%}
+{%- if reads is not none -%}{%- set notes = zync_notes_read(notes, reads) -%}{%- endif -%}
 {%- if notes.names or notes.defaults %}
 select
     {%- for column in adapter.get_columns_in_relation(relation) %}

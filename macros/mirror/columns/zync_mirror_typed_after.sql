@@ -2,11 +2,19 @@
   The default value columns in the model's select: `value`.`after` as one
   struct, its fields typed and defaulted as the key's are
   (zync_typed_column); the machinery spreads its fields into columns
-  (zync_mirror_columns).
+  (zync_mirror_columns). `types`: {field: Spark type} from the mirror
+  entry's `types:`, e.g. {'discount': 'string'} for the exact text of an
+  unconstrained numeric wider than decimal(38, 18).
 #}
-{% macro zync_mirror_typed_after(source_relation) -%}
+{% macro zync_mirror_typed_after(source_relation, types=none) -%}
   {%- if not execute -%}
     {{ return('`value`.`after`') }}
   {%- endif -%}
-  {{ return(zync_typed_column(source_relation, 'value.after', zync_field_notes(source_relation))) }}
+  {%- set notes = zync_field_notes(source_relation) -%}
+  {%- if types -%}
+    {%- set asked = {} -%}
+    {%- for name, type in types.items() -%}{%- do asked.update({('value.after.' ~ name) | lower: type}) -%}{%- endfor -%}
+    {%- do notes.update({'types': asked}) -%}
+  {%- endif -%}
+  {{ return(zync_typed_column(source_relation, 'value.after', notes)) }}
 {%- endmacro %}

@@ -9,14 +9,18 @@
 
 with
 
--- pending Invoices records: past the cursor, not yet done for this output
+-- pending Invoices records: past the cursor, not yet done for this output;
+-- the fields the rules read typed (Debezium's types), the others as written
 invoices as (
-    {{ zync_pending(source('raw', 'raw_invoices'), 'Invoices', zync) }}
+    {{ zync_pending(source('raw', 'raw_invoices'), 'Invoices', zync,
+        reads=['key', 'value.op', 'value.after.customer', 'value.after.ID', 'value.after.item']) }}
 ),
 
--- pending InvoiceStatus records: past the cursor, not yet done for this output
+-- pending InvoiceStatus records: past the cursor, not yet done for this output;
+-- the fields the rules read typed (Debezium's types), the others as written
 invoice_status as (
-    {{ zync_pending(source('raw', 'raw_invoice_status'), 'InvoiceStatus', zync) }}
+    {{ zync_pending(source('raw', 'raw_invoice_status'), 'InvoiceStatus', zync,
+        reads=['key', 'value.op', 'value.after.InvoiceID', 'value.after.status']) }}
 ),
 
 -- transform 1 (invoices.yml:9): denorm Invoices with InvoiceStatus
