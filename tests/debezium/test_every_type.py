@@ -19,7 +19,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.support.scratch import make_scratch_project
+from testkit.scratch import make_scratch_project
 
 DB = "dbz_types"
 PREFIX = "dbzt"
