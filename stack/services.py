@@ -344,7 +344,7 @@ def down(target: Target, only: set[str] | None = None) -> list[str]:
 
 def purge(target: Target) -> list[str]:
     """`zync down --purge`: stop every service, then delete the state folder and the data it owns
-    outside it (PostgreSQL's, when zync runs as root: zync/postgres.py)."""
+    outside it (PostgreSQL's, when zync runs as root: stack/postgres.py)."""
     state = state_dir().resolve()
     # ZYNC_STATE_DIR comes from the environment: a slip there must not delete a project or a home.
     guarded = {Path("/"), Path.home().resolve(), *project_dir().resolve().parents, project_dir().resolve()}

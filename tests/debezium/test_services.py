@@ -37,7 +37,7 @@ def test_connect_offers_the_project_plugins(debezium):
 def test_postgres_serves_a_state_folder_others_cannot_enter(debezium, target):
     """The suite's state folder is private (tests/conftest.py), as one below /root or a `mktemp -d`
     folder is. As root the server runs as `postgres`, which cannot enter it: its data lives in the
-    folder held for this state folder, which links to it (zync/postgres.py)."""
+    folder held for this state folder, which links to it (stack/postgres.py)."""
     state = state_dir()
     assert state.stat().st_mode & 0o077 == 0, f"{state} is mode {oct(state.stat().st_mode)}, not private"
     assert debezium.query("select 1 as one", "postgres") == [{"one": 1}]
