@@ -347,12 +347,9 @@ def _record_paths(tree: exp.Expression, record_topics: dict[str, list[str]]) -> 
     found: dict[str, set[str]] = {}
     for column in tree.find_all(exp.Column):
         parts = sql.column_path(column)
-        if parts[0] in record_topics and parts[0] not in sql.RAW_COLUMNS:
-            topics, parts = record_topics[parts[0]], parts[1:]
-        elif parts[0] in sql.RAW_COLUMNS:
-            topics = record_topics.get(parts[0], [])
-        else:
-            continue  # a lookup's column
+        topics = record_topics.get(parts[0], [])  # none for a lookup's column
+        if parts[0] not in sql.RAW_COLUMNS:
+            parts = parts[1:]  # `left_record`.`value`... reads the record's `value`...
         for topic in topics:
             found.setdefault(topic, set()).add(".".join(parts))
     return found

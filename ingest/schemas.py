@@ -47,11 +47,15 @@ class WriterSchemas:
         self.spark = spark
         self.registry = registry
         self._types: dict[int, T.DataType] = {}
+        self._avro: dict[int, Any] = {}  # ids never change their schema: narrowed once each
 
     def avro(self, schema_id: int) -> Any:
         """The writer schema as ingest reads it: decimals narrowed to what Spark holds
         (within_spark_decimals); DecodeError if the registry does not know the id."""
-        return within_spark_decimals(self.registry.schema(schema_id).schema)
+        found = self._avro.get(schema_id)
+        if found is None:
+            found = self._avro[schema_id] = within_spark_decimals(self.registry.schema(schema_id).schema)
+        return found
 
     def spark_type(self, schema_id: int) -> T.DataType:
         found = self._types.get(schema_id)
