@@ -152,23 +152,30 @@ class Ingest:
                              f"next offsets {offsets or 'none'}{dead_text})", with_rate=True)
         return total
 
-    def waiting(self, consumer: Consumer) -> dict[tuple[str, int], int]:
+    def waiting(self, consumer: Consumer, marks: kafka_client.Watermarks | None = None) -> dict[tuple[str, int], int]:
         """Messages Kafka holds past what this Ingest committed, per (topic, partition) that has any.
 
         Before its first run, every partition with messages counts (the tables' offsets are not read
-        yet); a topic that does not exist yet has none.
+        yet); a topic that does not exist yet has none. `marks`: the partitions' watermarks, if the
+        caller has them (kafka_client.watermarks); else they are asked of the broker here.
         """
+        if marks is None:
+            marks = {}
+            for topic in self.states:
+                entry = consumer.list_topics(topic, timeout=kafka_client.METADATA_TIMEOUT_S).topics.get(topic)
+                if entry is None or entry.error is not None:
+                    continue  # not created yet: nothing waiting
+                for p in entry.partitions:
+                    marks[(topic, p)] = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                                       timeout=kafka_client.METADATA_TIMEOUT_S)
         found = {}
-        for topic, state in self.states.items():
-            entry = consumer.list_topics(topic, timeout=kafka_client.METADATA_TIMEOUT_S).topics.get(topic)
-            if entry is None or entry.error is not None:
-                continue  # not created yet: nothing waiting
-            for p in sorted(entry.partitions):
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                           timeout=kafka_client.METADATA_TIMEOUT_S)
-                start = max(state.next_offsets.get(p, 0), low) if self._resumed else low
-                if high > start:
-                    found[(topic, p)] = high - start
+        for (topic, p), (low, high) in sorted(marks.items()):
+            state = self.states.get(topic)
+            if state is None:
+                continue
+            start = max(state.next_offsets.get(p, 0), low) if self._resumed else low
+            if high > start:
+                found[(topic, p)] = high - start
         return found
 
     def replay_dead_letters(self) -> tuple[int, int]:

@@ -206,6 +206,7 @@ class Service:
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
         self.watcher = kafka_client.consumer(target, group="zync-run-watch")
+        self.admin = kafka_client.admin(target)
         self.discovery = TopicDiscovery(target, self.project.root, self._topic_names)
         self.models: list[ZyncModel] = []
         self.ingests: dict[RawInput, Ingest] = {}
@@ -326,6 +327,10 @@ class Service:
         """Read every input topic that has new messages into its raw table, INGEST_THREADS topics at once."""
         started, records, tables, lag = time.monotonic(), 0, {}, 0
         due: list[tuple[RawInput, Ingest]] = []
+        try:
+            marks = self._watermarks()
+        except Exception:  # noqa: BLE001 - a broker out of reach: each topic's ingest says so below
+            marks = None
         for raw in self.inputs():
             if self.stopping.is_set() or not self._try(f"ingest:{raw.topic}"):
                 continue
@@ -336,7 +341,7 @@ class Service:
                     job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
                                                      progress=ingest_progress(quiet=True),
                                                      errors_tolerance=raw.errors_tolerance)
-                if job.waiting(self.watcher):
+                if job.waiting(self.watcher, marks):
                     due.append((raw, job))
             except ZyncError as e:
                 self.ingests.pop(raw, None)
@@ -553,15 +558,18 @@ class Service:
         self.status.cycle(reports, time.monotonic() - started)
         return reports
 
+    def _watermarks(self) -> kafka_client.Watermarks:
+        return kafka_client.watermarks(self.watcher, self.admin, {i.topic for i in self.inputs()})
+
     def _arrived(self) -> bool:
         """Whether a topic has messages its raw table does not (cheap: Kafka watermarks only)."""
-        for raw, job in self.ingests.items():
-            try:
-                if job.waiting(self.watcher):
-                    return True
-            except Exception:  # noqa: BLE001 - the next cycle reports a broker problem properly
-                return True
-        return any(raw not in self.ingests for raw in self.inputs())
+        if any(raw not in self.ingests for raw in self.inputs()):
+            return True
+        try:
+            marks = self._watermarks()
+            return any(job.waiting(self.watcher, marks) for job in self.ingests.values())
+        except Exception:  # noqa: BLE001 - the next cycle reports a broker problem properly
+            return True
 
     def wait(self) -> None:
         """Idle until a message arrives, --interval passes, or a stop is asked."""

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from zync.config import Target
 from zync.errors import ZyncError
@@ -113,6 +113,28 @@ def topic_names(target: Target) -> set[str]:
 def named_topics(metadata: Any) -> set[str]:
     """The topic names of a metadata answer (list_topics), those in error and the broker's own (__*) left out."""
     return {name for name, entry in metadata.topics.items() if entry.error is None and not name.startswith("__")}
+
+
+Watermarks = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (low, high)
+
+
+def watermarks(consumer: Consumer, admin_client: AdminClient, topics: set[str]) -> Watermarks:
+    """The low and high watermarks of every partition of `topics` (those that exist), in three requests.
+
+    One metadata request and one ListOffsets request per end, however many
+    topics: `zync run` asks this several times a second over every input
+    topic of a whole database, where a request per partition would add up.
+    """
+    metadata = consumer.list_topics(timeout=METADATA_TIMEOUT_S).topics
+    parts = [TopicPartition(t, p) for t in sorted(topics) if t in metadata and metadata[t].error is None
+             for p in sorted(metadata[t].partitions)]
+    if not parts:
+        return {}
+    ends = []
+    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+        futures = admin_client.list_offsets({tp: spec for tp in parts}, request_timeout=METADATA_TIMEOUT_S)
+        ends.append({(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()})
+    return {key: (ends[0][key], ends[1][key]) for key in ends[1]}
 
 
 def topic_exists(target: Target, topic: str) -> bool:
