@@ -62,7 +62,7 @@ class Ingest:
                  shaper: Path | None = None, batch_size: int | None = None,
                  max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
                  reader: str = "spark", progress: Progress | None = None,
-                 errors_tolerance: str | None = None):
+                 errors_tolerance: str | None = None, spark=None):
         if errors_tolerance is not None:
             check_tolerance(errors_tolerance, "--errors-tolerance")
         if reader not in READERS:
@@ -77,7 +77,10 @@ class Ingest:
         self.shaper = Shaper.load(shaper, INGEST) if shaper else None
         self.max_interval = max_interval
         self.registry = Registry(target.schema_registry)
-        self.spark = spark_session(target)
+        # zync run gives each topic's Ingest a session of its own on the one engine (SparkSession.newSession:
+        # the same SparkContext and catalog, its own SQL settings), so that the settings a write sets
+        # around itself (ingest/table.py) never meet those of another topic's write under way.
+        self.spark = spark or spark_session(target)
         # Delta rebuilds a table's state (for the resume point's txn version) in this many
         # tasks; its default of 50 is for clusters and costs seconds per table here.
         self.spark.conf.set("spark.databricks.delta.snapshotPartitions", "2")

@@ -340,7 +340,8 @@ class Service:
                     # The same errors.tolerance as `zync from-kafka` (the source's meta, from the same file).
                     job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
                                                      progress=ingest_progress(quiet=True),
-                                                     errors_tolerance=raw.errors_tolerance)
+                                                     errors_tolerance=raw.errors_tolerance,
+                                                     spark=self.spark.newSession())
                 if job.waiting(self.watcher, marks):
                     due.append((raw, job))
             except ZyncError as e:
@@ -367,8 +368,8 @@ class Service:
         """Run each due topic's ingest up to where its topic stood; (input, job, records or the error).
 
         Several at once: a small batch's time is mostly the driver's (planning, the Delta log and
-        commit, Kafka round trips), which overlaps on the one SparkSession (each thread's calls are
-        its own JVM thread; each topic has its own table and consumer).
+        commit, Kafka round trips), which overlaps on the one engine (each thread's calls are its own
+        JVM thread; each topic has its own table, consumer and SQL settings: see Ingest's spark).
         """
         def run(raw: RawInput, job: Ingest) -> tuple[RawInput, Ingest, int | ZyncError]:
             if self.stopping.is_set():
