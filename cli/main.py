@@ -104,24 +104,15 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_etl_compile(args: argparse.Namespace) -> None:
-    from compiler import compile_transforms, transform_files, write_outputs
-    from compiler.schemas import delta_table_schemas
+    from compiler.project import compile_project
 
-    root = project_dir()
-    files = [Path(f) for f in args.files] or transform_files(root)
-    if not files:
-        raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
-    target = _target(args)
-    warehouse = Path(target.spark_conf.get("spark.sql.warehouse.dir", root / "spark-warehouse"))
-    notes: list[str] = []
-    generated = compile_transforms(files, root, schemas=delta_table_schemas(warehouse, target.schema), notes=notes)
-    for note in notes:
+    compiled = compile_project(_target(args), project_dir(), [Path(f) for f in args.files])
+    for note in compiled.notes:
         print(f"note: {note}", file=sys.stderr)
-    written = write_outputs(generated, root)
-    for path in written:
+    for path in compiled.written:
         print(f"wrote {path}")
-    print(f"etl compile: {len(files)} transform files, {len(generated)} files generated, "
-          f"{len(written)} changed", file=sys.stderr)
+    print(f"etl compile: {len(compiled.sources)} transform files, {len(compiled.generated)} files generated, "
+          f"{len(compiled.written)} changed", file=sys.stderr)
 
 
 def cmd_etl_status(args: argparse.Namespace) -> None:

@@ -6,6 +6,7 @@ them rendered, so an error leaves the project as it was.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,14 +211,23 @@ def check_fields(transform: Transform, schemas: SchemaSource) -> list[str]:
 
 
 def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSource | None = None,
-                       notes: list[str] | None = None) -> list[GeneratedFile]:
+                       notes: list[str] | None = None,
+                       topics: Callable[[], Iterable[str]] | None = None) -> list[GeneratedFile]:
     """Check every transform file and render every generated file; raise on the first error.
 
     schemas: table -> its schema (or None when not known yet); field paths are
-    checked against it. notes collects what could not be checked.
+    checked against it. notes collects what could not be checked. topics: the
+    broker's topic names, asked only when a mirror entry names `topics:`.
     """
     # Mirror files (top level `mirrors:`) compile in compiler/mirrors.py; their raw tables join the sources.
     mirror_files = [mirrors.load_mirrors(p) for p in paths if mirrors.is_mirror_file(p)]
+    patterns = [p for f in mirror_files for p in f.patterns]
+    if patterns:
+        if topics is None:
+            raise TransformError(patterns[0].where, "a mirror entry with `topics:` needs the broker's topic list, "
+                                 "which this compile was not given")
+        mirror_files = mirrors.expand_patterns(
+            mirror_files, set(topics()) | mirrors.previous_pattern_topics(project_root))
     transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
     generated_models = {t.model for t in transforms} | {m.model for f in mirror_files for m in f.mirrors}
     checked: dict[Path, CheckedTransform] = {}

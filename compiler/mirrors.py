@@ -1,4 +1,4 @@
-"""Mirror files: `mirrors:` YAML -> one current-state dbt model (Delta MERGE) per mirror.
+r"""Mirror files: `mirrors:` YAML -> one current-state dbt model (Delta MERGE) per mirror.
 
 A mirror file holds only a top-level `mirrors:` list. Each entry names a raw
 CDC table, how to key it, how to treat deletes and which columns to keep:
@@ -16,6 +16,20 @@ CDC table, how to key it, how to treat deletes and which columns to keep:
         types:                          # optional, with the default columns: a Spark type per field
           discount: string              # (string keeps an unconstrained numeric's exact text)
 
+An entry may name many topics at once, e.g. every table of a Debezium
+connector, with a regular expression instead of one topic:
+
+      - topics: 'pg\.public\..*'      # every topic it fully matches gets a mirror
+        name: '{table}_mirror'          # the model's name (default '{table}'), see TopicParts
+        delete: hard                    # delete, source-ts and types as above
+
+Each matching topic gets a mirror with the defaults (primary key from the
+Kafka key, columns from value.after, raw table raw_<topic in snake case>).
+A topic named by a single-topic entry takes that entry instead. The topics
+are the broker's, listed when the file compiles (expand_patterns), plus those
+an earlier compile generated a mirror for, so a topic that disappears keeps
+its mirror. `zync run` compiles again when a new topic matches.
+
 Expressions are Spark SQL over the raw row's own columns (`kafka`, `key`,
 `value`), parsed, checked and re-rendered with every identifier quoted by
 sqlglot, like the transforms' `where`.
@@ -23,7 +37,10 @@ sqlglot, like the transforms' `where`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import string
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +65,7 @@ from compiler.spec import (
     read_yaml,
 )
 from zync.errors import ZyncError
-from zync.tables import raw_table_name
+from zync.tables import raw_table_name, snake
 
 MODELS_FOLDER = Path("models") / "mirrors"
 DELETE_MODES = ("hard", "soft")
@@ -56,6 +73,8 @@ DELETE_MODES = ("hard", "soft")
 RESERVED_PREFIX = "_zync_"
 # The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
 AFTER_COLUMN = "_zync_after"
+# The properties' meta naming the `topics:` expression a mirror was made from (previous_pattern_topics).
+PATTERN_META = "zync_mirror_pattern"
 # Debezium's ops a mirror applies (a tombstone or any other op is no change of the row).
 CHANGE_OPS = ("c", "r", "u", "d")
 
@@ -71,17 +90,94 @@ class Mirror:
     source_ts: Text | None  # None: value.source.ts_ms, else value.ts_ms, else unknown (found at run time)
     where: Where
     types: tuple[tuple[str, str], ...] = ()  # (field of value.after, Spark type) for the default columns
+    pattern: str | None = None  # the `topics:` expression of the entry it was made from, if any
+
+
+# The placeholders a pattern entry's `name:` template may use besides its expression's named groups.
+NAME_PLACEHOLDERS = ("topic", "server", "schema", "table")
+DEFAULT_NAME = "{table}"
+
+
+def topic_parts(topic: str) -> dict[str, str]:
+    """A topic's parts for a `name:` template, each in snake case.
+
+    Debezium names a table's topic <topic prefix>.<schema>.<table>: {server} is
+    the part before the first dot, {table} the part after the last one,
+    {schema} the part before that (empty for a topic of fewer than three
+    parts), {topic} the whole topic.
+    """
+    parts = topic.split(".")
+    return {"topic": snake(topic), "server": snake(parts[0]) if len(parts) > 1 else "",
+            "schema": snake(parts[-2]) if len(parts) > 2 else "", "table": snake(parts[-1])}
+
+
+@dataclass(frozen=True)
+class MirrorPattern:
+    """An entry naming many topics (`topics:`, a regular expression): one mirror per matching topic."""
+
+    topics: re.Pattern
+    name: str  # the model name template
+    delete: str
+    source_ts: Text | None
+    types: tuple[tuple[str, str], ...]
+    where: Where
+
+    def model_name(self, topic: str) -> str:
+        """The model name of a matching topic's mirror; a TransformError if it is not a plain SQL name."""
+        match = self.topics.fullmatch(topic)
+        values = {**topic_parts(topic), **{k: snake(v or "") for k, v in (match.groupdict() if match else {}).items()}}
+        name = self.name.format(**values)
+        if not IDENTIFIER_PATTERN.match(name):
+            raise TransformError(self.where, f"mirror name {name!r}, made from topic {topic!r} by name: "
+                                 f"{self.name!r}, is not a plain SQL name (letters, digits, _): change the template")
+        return name
+
+    def mirror(self, topic: str) -> Mirror:
+        return Mirror(self.model_name(topic), topic, raw_table_name(topic), self.delete, None, None,
+                      self.source_ts, self.where, self.types, pattern=self.topics.pattern)
 
 
 @dataclass(frozen=True)
 class MirrorFile:
     path: Path
     mirrors: tuple[Mirror, ...]
+    patterns: tuple[MirrorPattern, ...] = ()  # not expanded yet: see expand_patterns
 
     @property
     def reads(self) -> tuple[tuple[str, Input], ...]:
         """(model, input) for every raw table the mirrors read, as compiler.properties lists sources."""
         return tuple((m.model, Input(m.topic, m.table, m.where)) for m in self.mirrors)
+
+
+def expand_patterns(files: list[MirrorFile], topics: Iterable[str]) -> list[MirrorFile]:
+    """The files with every pattern entry replaced by one mirror per topic it matches.
+
+    A topic a single-topic entry names (in any file) takes that entry, not a
+    pattern's; a topic two patterns match takes the first (in file order).
+    Two topics whose mirrors would have one name are refused, naming both.
+    """
+    explicit = {m.topic for f in files for m in f.mirrors}
+    claimed: dict[str, MirrorPattern] = {}
+    names: dict[str, tuple[str, Where]] = {m.model: (m.topic, m.where) for f in files for m in f.mirrors}
+    expanded = []
+    for f in files:
+        made = []
+        for pattern in f.patterns:
+            for topic in sorted(set(topics)):
+                if topic in explicit or topic in claimed or not pattern.topics.fullmatch(topic):
+                    continue
+                claimed[topic] = pattern
+                mirror = pattern.mirror(topic)
+                if mirror.model in names:
+                    other, where = names[mirror.model]
+                    raise TransformError(pattern.where, f"topics {other!r} and {topic!r} would both be mirrored as "
+                                         f"{mirror.model!r} (the other at {where}): give this entry a `name:` "
+                                         "template that tells them apart, e.g. '{schema}_{table}' or '{topic}', or "
+                                         "name one topic in an entry of its own")
+                names[mirror.model] = (topic, pattern.where)
+                made.append(mirror)
+        expanded.append(replace(f, mirrors=f.mirrors + tuple(made), patterns=()))
+    return expanded
 
 
 def is_mirror_file(path: Path) -> bool:
@@ -119,22 +215,58 @@ def _named_expressions(path: Path, entry: dict, key: str, what: str, list_root: 
     return tuple(pairs)
 
 
-def _mirror(path: Path, raw: Any, index: int) -> Mirror:
+def _delete_mode(path: Path, raw: dict, what: str) -> str:
+    delete = raw.get("delete", "hard")
+    if delete not in DELETE_MODES:
+        raise TransformError(_where(path, raw, "delete"), f"{what}: delete must be hard or soft", f"delete: {delete!r}")
+    return delete
+
+
+def _source_ts(path: Path, raw: dict, what: str) -> Text | None:
+    if "source-ts" not in raw:
+        return None
+    return Text(str(_require(path, raw, "source-ts", str, what)), _where(path, raw, "source-ts"))
+
+
+def _pattern(path: Path, raw: dict, what: str) -> MirrorPattern:
+    """A `topics:` entry: checked here, expanded against the broker's topics by expand_patterns."""
+    _check_keys(path, raw, {"topics", "name", "delete", "source-ts", "types"}, what + " (an entry with `topics:`)")
+    text = str(_require(path, raw, "topics", str, what))
+    where = _where(path, raw, "topics")
+    try:
+        topics = re.compile(text)
+    except re.error as e:
+        raise TransformError(where, f"{what}: topics: not a regular expression ({e})", f"topics: {text}") from None
+    name = str(raw.get("name", DEFAULT_NAME))
+    try:
+        fields = {field for _, field, _, _ in string.Formatter().parse(name) if field is not None}
+    except ValueError as e:
+        raise TransformError(_where(path, raw, "name"), f"{what}: name: {e}", f"name: {name}") from None
+    allowed = set(NAME_PLACEHOLDERS) | set(topics.groupindex)
+    if not fields or fields - allowed:
+        raise TransformError(_where(path, raw, "name") if "name" in raw else where,
+                             f"{what}: name: {name!r} must use placeholders from "
+                             f"{', '.join('{' + p + '}' for p in sorted(allowed))} (each topic needs a name of its own)",
+                             f"name: {name}")
+    types = _types(path, raw, what) if "types" in raw else ()
+    return MirrorPattern(topics, name, _delete_mode(path, raw, what), _source_ts(path, raw, what), types,
+                         _where(path, raw))
+
+
+def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
     what = f"mirror {index}"
     if not isinstance(raw, dict):
         raise TransformError(Where(path, getattr(raw, "line", 1)), f"{what}: expected a mapping with model and topic")
+    if "topics" in raw:
+        return _pattern(path, raw, what)
     _check_keys(path, raw, {"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types"}, what)
     model = _identifier(path, raw, "model", what)
     topic = _topic(path, raw, "topic", what)
     table = _identifier(path, raw, "table", what) if "table" in raw else raw_table_name(topic)
-    delete = raw.get("delete", "hard")
-    if delete not in DELETE_MODES:
-        raise TransformError(_where(path, raw, "delete"), f"{what}: delete must be hard or soft", f"delete: {delete!r}")
+    delete = _delete_mode(path, raw, what)
     primary_key = _named_expressions(path, raw, "primary-key", f"{what}: primary-key", "key") if "primary-key" in raw else None
     columns = _named_expressions(path, raw, "columns", f"{what}: columns", None) if "columns" in raw else None
-    source_ts = None
-    if "source-ts" in raw:
-        source_ts = Text(str(_require(path, raw, "source-ts", str, what)), _where(path, raw, "source-ts"))
+    source_ts = _source_ts(path, raw, what)
     seen: set[str] = set()
     for name, text in (primary_key or ()) + (columns or ()):
         if name.lower() in seen:  # Spark resolves column names case-insensitively
@@ -179,7 +311,9 @@ def load_mirrors(path: Path) -> MirrorFile:
     entries = _require(path, raw, "mirrors", list, "mirror file")
     if not entries:
         raise TransformError(_where(path, raw, "mirrors"), "mirrors: at least one mirror is needed")
-    mirrors = tuple(_mirror(path, entry, n) for n, entry in enumerate(entries, start=1))
+    parsed = [_mirror(path, entry, n) for n, entry in enumerate(entries, start=1)]
+    mirrors = tuple(m for m in parsed if isinstance(m, Mirror))
+    patterns = tuple(m for m in parsed if isinstance(m, MirrorPattern))
     seen: dict[str, Mirror] = {}
     for m in mirrors:
         if m.model in seen:
@@ -188,7 +322,9 @@ def load_mirrors(path: Path) -> MirrorFile:
     # Everything renders now, so that a bad expression is reported at compile time.
     for m in mirrors:
         render_model(m, path)
-    return MirrorFile(path, mirrors)
+    for p in patterns:
+        render_model(Mirror("pattern_check", "topic", "raw_topic", p.delete, None, None, p.source_ts, p.where, p.types), path)
+    return MirrorFile(path, mirrors, patterns)
 
 
 def _key_names(mirror: Mirror) -> list[str] | None:
@@ -303,12 +439,14 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         "name": mirror.model,
         "description": (
             f"Current-state mirror of Kafka topic {mirror.topic} (raw table {mirror.table}), one row per "
-            f"primary key ({key}), defined in {source}. Each `dbt run` MERGEs the changes past the mirror's "
+            f"primary key ({key}), defined in {source}"
+            f"{f' by the entry for topics matching {mirror.pattern!r}' if mirror.pattern is not None else ''}. Each `dbt run` MERGEs the changes past the mirror's "
             f"cursor: c/r/u upsert, d deletes, the last change per key wins, tombstones are ignored. {deleted} "
             "A snapshot read (r) older than a change already seen for its key is ignored. Read an earlier "
             "state with `VERSION AS OF n` or `TIMESTAMP AS OF 'ts'`."
         ),
-        "meta": {"zync_mirror_topic": mirror.topic, "zync_mirror_delete": mirror.delete, "zync_transform_file": str(source)},
+        "meta": {"zync_mirror_topic": mirror.topic, "zync_mirror_delete": mirror.delete, "zync_transform_file": str(source),
+                 **({PATTERN_META: mirror.pattern} if mirror.pattern is not None else {})},
         "data_tests": [
             {"zync_mirror_primary_key": {"arguments": {"source_relation": source_arg, "primary_key": _key_names(mirror)}}},
             {"zync_mirror_matches_raw": {"arguments": {
@@ -320,6 +458,26 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         model["data_tests"].insert(1, {"zync_mirror_no_deleted_keys": {"arguments": {
             "source_relation": source_arg, "primary_key": _key_names(mirror)}}})
     return _yaml({"version": 2, "models": [model]}, GENERATED.format(source=source))
+
+
+def previous_pattern_topics(project_root: Path) -> set[str]:
+    """The topics earlier compiles generated a pattern entry's mirror for (their properties' meta).
+
+    They stay among the topics patterns expand over, so a topic gone from the
+    broker (a table dropped from the connector) keeps its mirror and its raw
+    table; deleting the generated files drops it.
+    """
+    found = set()
+    for properties in sorted((project_root / MODELS_FOLDER).rglob("*.yml")):
+        try:
+            doc = yaml.safe_load(properties.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        for model in doc.get("models") or [] if isinstance(doc, dict) else []:
+            meta = model.get("meta") or {} if isinstance(model, dict) else {}
+            if meta.get(PATTERN_META) and meta.get("zync_mirror_topic"):
+                found.add(str(meta["zync_mirror_topic"]))
+    return found
 
 
 def compile_mirrors(files: list[MirrorFile], relative: Any, subfolder: Any = lambda source: Path()) -> list[tuple[Path, str]]:

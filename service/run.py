@@ -1,6 +1,8 @@
 """`zync run`: one warm engine that keeps every output and mirror up to date.
 
-A cycle runs four stages in order, each only where there is work:
+A cycle runs four stages in order, each only where there is work, after a
+look at the broker's topics every few seconds when a mirror entry names
+`topics:` (service/discovery.py: a new matching topic gets its mirror):
 1. ingest: every input topic with messages past its raw table's offsets is
    read up to where it stood (the from-kafka job, kept warm per topic);
 2. dbt: the models whose raw tables' Delta versions moved since their last
@@ -41,14 +43,16 @@ import logging
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
-from ingest.table import PARQUET_SETTINGS, ConcurrentIngestError
+from ingest.table import PARQUET_SETTINGS
 from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
+from service.discovery import TopicDiscovery
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
 from service.versions import TableVersion, TableVersions
@@ -63,6 +67,7 @@ DEFAULT_INTERVAL_S = 1.0
 NOTE_PREFIX = "zync.note."
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
+INGEST_THREADS = 4  # topics ingested at once in a cycle
 
 
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
@@ -200,6 +205,7 @@ class Service:
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
         self.watcher = kafka_client.consumer(target, group="zync-run-watch")
+        self.discovery = TopicDiscovery(target, self.project.root, self._topic_names)
         self.models: list[ZyncModel] = []
         self.ingests: dict[RawInput, Ingest] = {}
         self.egresses: dict[str, Egress] = {}
@@ -233,13 +239,38 @@ class Service:
 
     # --- the project ----------------------------------------------------------
 
+    def _topic_names(self) -> set[str]:
+        return kafka_client.named_topics(self.watcher.list_topics(timeout=kafka_client.METADATA_TIMEOUT_S))
+
+    def discover(self) -> None:
+        """Give a topic that newly matches a mirror entry's `topics:` its mirror (service/discovery.py)."""
+        if not self._try("discover:topics"):
+            return
+        try:
+            found = self.discovery.check()
+        except Exception as e:  # noqa: BLE001 - the broker out of reach, a compile error: the project stays as it was
+            self._failed("discover", "topics", e if isinstance(e, ZyncError) else ZyncError(str(e)))
+            return
+        self._succeeded("discover", "topics")
+        if found is None:
+            return
+        if found.new:
+            self.status.note(f"new topics matching a mirror entry: {', '.join(found.new)}; their mirrors are "
+                             "generated in models/mirrors/ and built from each topic's start",
+                             topics=found.new, written=[str(p) for p in found.written])
+        if found.gone:
+            self.status.note(f"topics gone from the broker: {', '.join(found.gone)}; their raw tables and "
+                             "mirrors are kept (delete their generated files to drop them)", gone=found.gone)
+
     def load(self) -> None:
         """Parse the dbt project when a file of it changed, and choose the models."""
         if not self.project.stale():
             return
         self.project.parse()
         models = self.project.models(self.select)
-        if not models:
+        if not models and self.discovery.has_patterns:
+            self.status.note("no model yet: waiting for a topic matching a mirror entry's `topics:`")
+        elif not models:
             raise NothingToRunError(
                 "no output or mirror models to run" + (f" match --select {self.select!r}" if self.select else "")
                 + f": write a transform or mirror file in {self.project.root / 'transforms'}/ and run "
@@ -285,8 +316,9 @@ class Service:
         self.backoff.pop(f"{stage}:{what}", None)
 
     def ingest(self) -> StageReport | None:
-        """Read every input topic that has new messages into its raw table."""
+        """Read every input topic that has new messages into its raw table, INGEST_THREADS topics at once."""
         started, records, tables, lag = time.monotonic(), 0, {}, 0
+        due: list[tuple[RawInput, Ingest]] = []
         for raw in self.inputs():
             if self.stopping.is_set() or not self._try(f"ingest:{raw.topic}"):
                 continue
@@ -297,26 +329,49 @@ class Service:
                     job = self.ingests[raw] = Ingest(self.target, [raw.topic], table=raw.table,
                                                      progress=ingest_progress(quiet=True),
                                                      errors_tolerance=raw.errors_tolerance)
-                if not job.waiting(self.watcher):
-                    continue
-                landed = job.run(exit_after=0.0)
-            except ConcurrentIngestError as e:
-                # Another ingest wrote the table: a new Ingest resumes from the table next cycle.
-                self.ingests.pop(raw, None)
-                self._failed("ingest", raw.topic, e)
-                continue
+                if job.waiting(self.watcher):
+                    due.append((raw, job))
             except ZyncError as e:
                 self.ingests.pop(raw, None)
                 self._failed("ingest", raw.topic, e)
+        for raw, job, outcome in self._run_ingests(due):
+            if isinstance(outcome, ZyncError):
+                # Another ingest wrote the table (ConcurrentIngestError), a poison message, a schema it
+                # cannot take: a new Ingest resumes from the table when this topic is tried again; the
+                # other topics go on.
+                self.ingests.pop(raw, None)
+                self._failed("ingest", raw.topic, outcome)
                 continue
             self._succeeded("ingest", raw.topic)
             lag += sum(job.progress.lag.values())
-            if landed:
-                records += landed
-                tables[raw.table] = landed
+            if outcome:
+                records += outcome
+                tables[raw.table] = outcome
         if not tables:
             return None
         return StageReport("ingest", time.monotonic() - started, records, {"tables": tables, "lag": lag})
+
+    def _run_ingests(self, due: list[tuple[RawInput, Ingest]]) -> list[tuple[RawInput, Ingest, int | ZyncError]]:
+        """Run each due topic's ingest up to where its topic stood; (input, job, records or the error).
+
+        Several at once: a small batch's time is mostly the driver's (planning, the Delta log and
+        commit, Kafka round trips), which overlaps on the one SparkSession (each thread's calls are
+        its own JVM thread; each topic has its own table and consumer).
+        """
+        def run(raw: RawInput, job: Ingest) -> tuple[RawInput, Ingest, int | ZyncError]:
+            if self.stopping.is_set():
+                return raw, job, 0
+            try:
+                return raw, job, job.run(exit_after=0.0)
+            except ZyncError as e:
+                return raw, job, e
+            except Exception as e:  # noqa: BLE001 - Spark's own errors: this topic fails, the others go on
+                return raw, job, ZyncError(f"ingest of {raw.topic} into {raw.table} failed: {e}")
+
+        if len(due) <= 1:
+            return [run(raw, job) for raw, job in due]
+        with ThreadPoolExecutor(max_workers=min(INGEST_THREADS, len(due)), thread_name_prefix="ingest") as pool:
+            return list(pool.map(lambda item: run(*item), due))
 
     def transform(self) -> StageReport | None:
         """`dbt run` the models whose raw tables moved since their last run here."""
@@ -480,6 +535,7 @@ class Service:
         """One full cycle: ingest, dbt, egress, compaction; the stages that did work."""
         started = time.monotonic()
         self.check_engine()
+        self.discover()
         self.load()
         reports = []
         for stage in (self.ingest, self.transform, self.publish, self.compact):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,12 +113,14 @@ def set_dbt_vars(project: Path, **values) -> None:
 
 def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[str, str] | None = None,
                          schemas: SchemaSource | None = None, spark=None, prefix: str = "",
-                         engine: Callable[[object], AbstractContextManager] = nullcontext) -> ScratchProject:
+                         engine: Callable[[object], AbstractContextManager] = nullcontext,
+                         topics: Callable[[], Iterable[str]] | None = None) -> ScratchProject:
     """A dbt project in `folder` (replaced if there) with the transform files {name: YAML} compiled into models/.
 
     seeds: {file name: CSV text} instead of the project's seeds/; schemas: what
     the compiler checks field paths against (e.g. the warehouse's raw tables);
-    engine: the session settings around each dbt command (ScratchProject.engine).
+    engine: the session settings around each dbt command (ScratchProject.engine);
+    topics: the broker's topic names, for mirror entries that name `topics:`.
     """
     if folder.exists():
         shutil.rmtree(folder)
@@ -136,7 +138,7 @@ def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[s
         path = folder / "transforms" / name
         path.write_text(textwrap.dedent(text))
         paths.append(path)
-    write_outputs(compile_transforms(paths, folder, schemas=schemas), folder)
+    write_outputs(compile_transforms(paths, folder, schemas=schemas, topics=topics), folder)
     return ScratchProject(folder, spark, prefix, engine)
 
 

@@ -105,6 +105,16 @@ def not_authorized(target: Target, topic: str, operation: str) -> str:
             f"admin for {operation} (and Describe) ACLs on it for this principal, or use another target")
 
 
+def topic_names(target: Target) -> set[str]:
+    """Every topic on the broker the target's principal may describe, the broker's own (__*) left out."""
+    return named_topics(_metadata(target, None))
+
+
+def named_topics(metadata: Any) -> set[str]:
+    """The topic names of a metadata answer (list_topics), those in error and the broker's own (__*) left out."""
+    return {name for name, entry in metadata.topics.items() if entry.error is None and not name.startswith("__")}
+
+
 def topic_exists(target: Target, topic: str) -> bool:
     entry = _metadata(target, topic).topics.get(topic)
     return entry is not None and entry.error is None
