@@ -426,19 +426,21 @@ def mirror_name(server: str, table: str) -> str:
     return f"{server}_{table}_mirror"
 
 
-def mirror_file(server: str, topics: list[str]) -> str:
-    """The project's one mirror file: every topic of the server mirrored, hard deletes.
-
-    One explicit entry per table; the pattern entry (`pattern_mirror_file`) says the same in one."""
+def explicit_mirror_file(server: str, topics: list[str]) -> str:
+    """The same mirrors as pattern_mirror_file's, one explicit entry per table."""
     entries = [f"  - model: {mirror_name(server, t.rsplit('.', 1)[1])}\n    topic: {t}\n    delete: hard\n"
                for t in topics]
     return "mirrors:\n" + "".join(entries)
 
 
 def pattern_mirror_file(server: str, topics: list[str]) -> str:
-    """The same mirrors as one pattern entry over the broker's topics (names from the entry's template)."""
+    """One pattern entry over the broker's topics: every table of the server, names from the template."""
     return (f"mirrors:\n  - topics: '{server}\\.{DB_SCHEMA}\\..*'\n    name: '{{server}}_{{table}}_mirror'\n"
             "    delete: hard\n")
+
+
+# The project's one mirror file: every topic of the server mirrored, hard deletes.
+mirror_file = pattern_mirror_file
 
 
 def zync(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -518,6 +520,7 @@ def cycle_summary(lines: list[dict], start: float, end: float) -> dict:
         "stage_s": {k: round(v, 1) for k, v in stages.items()},
         "stage_share": {k: round(v / total, 2) for k, v in stages.items()} if total else {},
         "models_per_dbt_stage": round(statistics.fmean(models), 1) if models else 0,
+        "dbt_s_per_model_run": round(stages["dbt"] / sum(models), 2) if sum(models) else None,
         "tables_per_ingest_stage": round(statistics.fmean(tables), 1) if tables else 0,
         "errors": sum(1 for l in lines if "error" in l and start <= l.get("ts", 0) <= end),
     }
@@ -675,6 +678,7 @@ def run_one(target, tables: int, skew: str, args) -> dict:
     from stack import connect_worker
     from bench.rss import PeakRss
     from testkit.scratch import user_project
+    from zync.tables import raw_table_name
 
     server = f"w{tables:03d}{skew[0]}"
     print(f"\n== {tables} tables, {skew}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
@@ -682,7 +686,7 @@ def run_one(target, tables: int, skew: str, args) -> dict:
                               "seconds": args.seconds}
     source = Source(target, server, tables, args.seed)
     mirrors = {t: mirror_name(server, t) for t in source.tables}
-    raw = {t: "raw_" + topic.replace(".", "_").lower() for t, topic in zip(source.tables, source.topics)}
+    raw = {t: raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
 
     project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics)})
     compiled = zync("etl", "compile", cwd=project)

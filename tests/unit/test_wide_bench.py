@@ -17,7 +17,8 @@ from bench.wide import (
     arrival_visible,
     backlog,
     commit_reach,
-    mirror_file,
+    explicit_mirror_file,
+    pattern_mirror_file,
     percentile,
     table_chooser,
     visible_at,
@@ -144,6 +145,16 @@ def test_the_backlog_counts_what_was_produced_and_not_yet_visible():
     assert backlog(pairs, 10.0) == 1  # the one never seen
 
 
-def test_the_mirror_file_names_every_topic():
-    text = mirror_file("w003u", ["w003u.public.t001", "w003u.public.t002"])
-    assert text.count("- model:") == 2 and "model: w003u_t002_mirror" in text and "delete: hard" in text
+def test_the_pattern_entry_makes_the_mirrors_the_explicit_entries_name(tmp_path):
+    from compiler.mirrors import expand_patterns, load_mirrors
+
+    topics = ["w003u.public.t001", "w003u.public.t002", "w003u.public.t003"]
+    found = {}
+    for kind, text in (("explicit", explicit_mirror_file("w003u", topics)),
+                       ("pattern", pattern_mirror_file("w003u", topics))):
+        path = tmp_path / f"{kind}.yml"
+        path.write_text(text)
+        mirrors = expand_patterns([load_mirrors(path)], topics + ["w010u.public.t001", "other"])[0].mirrors
+        found[kind] = sorted((m.model, m.topic, m.table, m.delete) for m in mirrors)
+    assert found["pattern"] == found["explicit"]
+    assert found["pattern"][1] == ("w003u_t002_mirror", "w003u.public.t002", "raw_w003u_public_t002", "hard")
