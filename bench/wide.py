@@ -46,7 +46,7 @@ share); the peak RSS of `zync run` (Python process and Spark JVM) and of the Con
 whether each side's rows equal the source's final state (every key's last row; checked after the run).
 Targets: N = 50: p50 <= 15 s and p99 <= 45 s; N = 200: lag bounded and p50 <= 30 s; memory bounded
 in N (`zync run`'s peak at the largest N at most 1.5 times that at the smallest). JSON with the
-command, date, machine and every figure in bench/out/wide-<date>.json.
+command, date, machine and every figure in bench/out/wide-<date>T<time>.json.
 """
 
 from __future__ import annotations
@@ -904,7 +904,7 @@ def main() -> None:
     print()
     for v in verdicts:
         print(f"{'PASS' if v['pass'] else 'FAIL'}  {v['tables']} tables, {v['skew']}: {v['check']}")
-    path = OUT / f"wide-{date:%Y-%m-%d}.json"
+    path = OUT / f"wide-{date:%Y-%m-%dT%H%M}.json"
     path.write_text(json.dumps({"command": command, "date": date.isoformat(timespec="seconds"), "machine": machine(),
                                 "whole_run_s": round(time.monotonic() - began), "runs": results,
                                 "checks": verdicts}, indent=2))
