@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo demo-postgres test jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
+.PHONY: setup demo demo-postgres demo-database test jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
 
 setup: venv jars postgres class-archive
 
@@ -77,6 +77,10 @@ demo: setup
 # The invoices demo through real PostgreSQL, Debezium and the JDBC sink (docs/debezium.md).
 demo-postgres: setup
 	bash demo/postgres/run.sh
+
+# A whole database: 20 PostgreSQL tables mirrored by one `topics:` entry, a table added while it runs.
+demo-database: setup
+	bash demo/database/run.sh
 
 test: setup
 	$(BIN)/pytest

@@ -123,7 +123,11 @@ def cmd_etl_status(args: argparse.Namespace) -> None:
     files = [Path(f) for f in args.files] or transform_files(root)
     if not files:
         raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
-    print(etl_status.render(etl_status.collect(_target(args), files, kafka=not args.no_kafka)), end="")
+    target = _target(args)
+    print(etl_status.render(etl_status.collect(target, files, kafka=not args.no_kafka)), end="")
+    failing = etl_status.render_failures(root, target.name)
+    if failing:
+        print("\n" + failing, end="")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ Exactly once rests on two things Delta gives:
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from contextlib import AbstractContextManager, nullcontext
@@ -27,7 +28,7 @@ from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
 from zync.envelope import check_envelope
 from zync.errors import ZyncError
-from zync.spark import session_conf
+from zync.spark import session_conf, shared_session_conf
 
 TXN_APP_ID = "zync-from-kafka"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
@@ -44,6 +45,7 @@ _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsCo
 # and a full scan of the table no slower.
 PARQUET_SETTINGS = {"spark.sql.parquet.compression.codec": "zstd", "parquet.enable.dictionary": "false"}
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_CREATING = threading.Lock()  # see RawTable.append
 # The Kafka Connect schema names of the table's fields ({"value.after.due": "io.debezium.time.Date"}),
 # as JSON: spark-avro drops them, and macros/debezium/ reads them to type Debezium's semantic values.
 CONNECT_NAMES_PROPERTY = "zync.connectNames"
@@ -140,7 +142,7 @@ class RawTable:
 
     def _save(self, writer) -> None:
         """Write the raw table (by name or location), its Parquet files encoded as PARQUET_SETTINGS says."""
-        with self._session_conf(PARQUET_SETTINGS):
+        with shared_session_conf(self.spark, PARQUET_SETTINGS):
             if self.name:
                 writer.saveAsTable(self.name)
             else:
@@ -288,7 +290,10 @@ class RawTable:
         writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
         try:
-            with self._creating(frame.schema, marker) if creating else nullcontext():
+            # A create's settings are the session's: one create at a time in this process (zync run
+            # ingests several topics at once), while appends, whose settings are their own, go on.
+            with _CREATING if creating else nullcontext(), \
+                    self._creating(frame.schema, marker) if creating else nullcontext():
                 self._save(writer)
         except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
             if caused_by(e, CONCURRENT_TRANSACTION):

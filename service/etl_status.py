@@ -14,6 +14,7 @@ with the tables' quoted names.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,9 +22,10 @@ from pathlib import Path
 from confluent_kafka import KafkaException, TopicPartition
 from pyspark.sql import functions as F
 
-from compiler.mirrors import MirrorFile, is_mirror_file, load_mirrors
+from compiler.mirrors import MirrorFile, expand_patterns, is_mirror_file, load_mirrors, previous_pattern_topics
 from compiler.spec import load_transform
 from zync import kafka_client
+from service.failures import Failures, failures_file
 from service.project import DbtProject
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
@@ -252,6 +254,11 @@ def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[Trans
     """The status of every transform file given: each output's, and each mirror's of a `mirrors:` file."""
 
     loaded = [load_mirrors(p) if is_mirror_file(p) else load_transform(p) for p in paths]
+    mirror_files = [f for f in loaded if isinstance(f, MirrorFile)]
+    if any(f.patterns for f in mirror_files):
+        topics = (kafka_client.topic_names(target) if kafka else set()) | previous_pattern_topics(project_dir())
+        expanded = dict(zip([f.path for f in mirror_files], expand_patterns(mirror_files, topics)))
+        loaded = [expanded.get(item.path, item) if isinstance(item, MirrorFile) else item for item in loaded]
     spark = spark_session(target)
     # Parsed only when an output table is there to count pending records for; dbt runs on this process's Spark.
     project = DbtProject(project_dir(), target.spark_output_name, TARGET_PATH)
@@ -343,3 +350,15 @@ def render(statuses: list[TransformStatus | MirrorStatus]) -> str:
                         [[out.topic, _number(out.last_offset, "none yet"), _number(out.kafka_next_offset), kafka]])
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render_failures(root: Path, target_name: str, now: float | None = None) -> str:
+    """What a `zync run` of this project and target is failing at now (service/failures.py), or ''."""
+    failures = Failures(failures_file(root, target_name))
+    if not failures:
+        return ""
+    now = time.time() if now is None else now
+    rows = [[f.stage, f.of, f"{f.failures} times in {_age(now - f.since)}", f.error.splitlines()[0][:160]]
+            for f in failures.values()]
+    return "\n".join(["failing in zync run (the other tables go on; retried with backoff up to a minute):",
+                      *_table(["stage", "of", "failing", "last error"], rows), ""])

@@ -53,6 +53,7 @@ from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import PARQUET_SETTINGS
 from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
 from service.discovery import TopicDiscovery
+from service.failures import Failures, failures_file
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
 from service.versions import TableVersion, TableVersions
@@ -221,6 +222,10 @@ class Service:
         self.compact_after = compact_after
         self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
         self.backoff: dict[str, Backoff] = {}
+        # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
+        self.failures = Failures(failures_file(self.project.root, target.name))
+        self.failures.clear()
+        self.failures.save()
         self.stopping = threading.Event()
         logging.getLogger().addFilter(self._quiet_dead_engine)
 
@@ -310,10 +315,12 @@ class Service:
     def _failed(self, stage: str, what: str, error: Exception) -> None:
         self.check_engine()  # a dead engine fails every stage: end now rather than retry forever
         self.backoff.setdefault(f"{stage}:{what}", Backoff()).failed()
+        self.failures.failed(stage, what, str(error))
         self.status.error(stage, what, str(error))
 
     def _succeeded(self, stage: str, what: str) -> None:
-        self.backoff.pop(f"{stage}:{what}", None)
+        if self.backoff.pop(f"{stage}:{what}", None) is not None:
+            self.failures.recovered(stage, what)
 
     def ingest(self) -> StageReport | None:
         """Read every input topic that has new messages into its raw table, INGEST_THREADS topics at once."""

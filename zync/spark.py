@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -85,3 +86,40 @@ def session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+
+_SHARED_LOCK = threading.Lock()
+_shared: dict[tuple[tuple[str, str], ...], list] = {}  # settings -> [blocks inside, what they replaced]
+
+
+@contextmanager
+def shared_session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """session_conf for a block that several threads may be in at once, all wanting the same settings.
+
+    `zync run` ingests several topics at once on its one session: each
+    write sets its table's encoding settings around itself, and with plain
+    session_conf one thread putting them back would take them from another's
+    write under way. Here the first block in sets them and the last one out
+    puts back what was there.
+    """
+    key = tuple(sorted(settings.items()))
+    with _SHARED_LOCK:
+        entry = _shared.get(key)
+        if entry is None:
+            entry = _shared[key] = [0, {name: spark.conf.get(name, None) for name in settings}]
+            for name, value in settings.items():
+                spark.conf.set(name, value)
+        entry[0] += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _shared[key]
+                for name, value in entry[1].items():
+                    if value is None:
+                        spark.conf.unset(name)
+                    else:
+                        spark.conf.set(name, value)
