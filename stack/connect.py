@@ -93,16 +93,20 @@ def postgres_source(target: Target, name: str, database: str, tables: list[str],
     }
 
 
-def jdbc_sink(target: Target, name: str, topics: list[str], database: str, **overrides: str) -> dict[str, str]:
+def jdbc_sink(target: Target, name: str, topics: list[str], database: str, topics_regex: str | None = None,
+              **overrides: str) -> dict[str, str]:
     """A Debezium JDBC sink upserting zync's output records (Avro, Confluent wire format) into `database`.
 
     The table is the topic name (`table.name.format` overrides it); partial updates set only the
-    columns their record carries; a tombstone (null value) deletes the row of its key.
+    columns their record carries; a tombstone (null value) deletes the row of its key. topics_regex
+    instead of `topics`: every topic matching it, those created later included (Connect's
+    `topics.regex`). A Debezium change event (value schema named `...Envelope`) is applied as its
+    row: `after` upserted, op d deleting the key's row.
     """
     return {
         "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
         "tasks.max": "1",
-        "topics": ",".join(topics),
+        **({"topics.regex": topics_regex} if topics_regex is not None else {"topics": ",".join(topics)}),
         "connection.url": f"jdbc:postgresql://{postgres.LOOPBACK}:{postgres.port()}/{database}",
         "connection.username": postgres.USER,
         "connection.password": postgres.password(),

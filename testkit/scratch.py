@@ -140,3 +140,23 @@ def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[s
         paths.append(path)
     write_outputs(compile_transforms(paths, folder, schemas=schemas, topics=topics), folder)
     return ScratchProject(folder, spark, prefix, engine)
+
+
+# What a user's project folder holds besides its own transforms (linked from this repository): what
+# `zync run` and the `zync` verbs need when run as a subprocess in the folder.
+USER_PROJECT_LINKS = ("macros", "seeds", "profiles", ".local", "jvm")
+
+
+def user_project(folder: Path, transforms: dict[str, str]) -> Path:
+    """A user's project folder (replaced if there): the real dbt_project.yml copied, macros/, seeds/,
+    profiles/, the jars (.local/) and jvm/ linked, the transform or mirror files {name: YAML} in
+    transforms/, nothing compiled: the caller runs `zync etl compile` in it, as a user does."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "transforms").mkdir(parents=True)
+    shutil.copy(ROOT / "dbt_project.yml", folder / "dbt_project.yml")
+    for name in USER_PROJECT_LINKS:
+        (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    for name, text in transforms.items():
+        (folder / "transforms" / name).write_text(textwrap.dedent(text))
+    return folder

@@ -1,0 +1,915 @@
+"""Benchmark: a whole database's changes, from their produce call to visible in their mirror, with
+Debezium's JDBC sink upserting the same topics into PostgreSQL in the same run as the anchor.
+
+    flock /work/machine.lock .venv/bin/python bench/wide.py [--tables N ...] [--skew uniform|zipf ...]
+        [--rate 100] [--seconds 120] [--rows 2000] [--seed 1] [--drain 600] [--keep]
+
+Defaults: N = 10, 50 and 200 tables, each with both skews, in turn. One command, alone on the machine:
+it starts its own Kafka, registry, catalog, Kafka Connect and PostgreSQL (`zync up --connect`, its own
+state folder .local/bench-wide-state and ports) and stops them at the end (--keep leaves them).
+
+Per N and skew, on topics of their own (`<server>.public.t001` ...; server e.g. w050u: 50 tables,
+uniform):
+
+1. The source: N Debezium topics (one partition; Avro in the Confluent wire format, schemas in the
+   registry; the envelope as Debezium's PostgreSQL connector writes it, testkit/debezium.py; key
+   {id: int}; row id int, name nullable string, amount double, updated_at timestamp-millis, price
+   decimal(12,2), seq long) and a snapshot of --rows records (op r) per table.
+2. zync: a project with one mirror file mirroring every topic (hard deletes), compiled with
+   `zync etl compile`, and one `zync run` process started before the snapshot is produced.
+3. The anchor: Debezium's JDBC sink on the project's Kafka Connect, one connector (`topics.regex`
+   over the server's topics, `insert.mode=upsert`, `delete.enabled=true`,
+   `primary.key.mode=record_key`, table = the topic with its dots as underscores) into the project's
+   PostgreSQL, its tables created beforehand with a trigger recording (table, key, seq,
+   clock_timestamp()) of every row it writes into an arrivals table.
+4. Then --rate change events per second for --seconds, each to a table chosen uniformly or by Zipf's
+   law (s = 1, seeded), of updates (60 %), creates (20 %) and deletes followed by their tombstones
+   (20 %); every event carries an increasing sequence number (its row's `seq`, the source's `lsn`).
+
+Latency of a change: from its produce call (time.time() at the call) to when it is visible, on the
+same clock:
+- in its mirror: the Delta logs on disk (the warehouse below the state folder). A mirror that is a
+  Delta table: the first of its commits whose cursor (commit userMetadata, macros/mirror/cursor/)
+  reached the change's offset. A mirror that is a view over `<mirror>__base` and the raw table
+  (merge-on-read): the first raw-table commit adding the change's offset (its files' kafka.offset
+  statistics), not before the base existed. The commit's time is its log file's modification time
+  (Delta's own commit time). `visible_at` is the rule.
+- in PostgreSQL: the first arrival of its key whose row is at least as new (its seq, or a delete).
+A change not visible --drain seconds after the last was produced is counted missing.
+
+Printed per N and skew, zync run's and the sink's side by side: p50/p95/p99/max latency, missing
+changes; whether lag stayed bounded (the mean backlog, changes produced and not yet visible, over the
+last quarter of the produce window is at most 1.5 times that over its middle quarter plus 5 s of
+events, and nothing is missing); the first build (snapshot produced -> every mirror built / every row
+in PostgreSQL); `zync run`'s cycles (from its JSON log lines: count, p50/max seconds, each stage's
+share); the peak RSS of `zync run` (Python process and Spark JVM) and of the Connect worker; and
+whether each side's rows equal the source's final state (every key's last row; checked after the run).
+Targets: N = 50: p50 <= 15 s and p99 <= 45 s; N = 200: lag bounded and p50 <= 30 s; memory bounded
+in N (`zync run`'s peak at the largest N at most 1.5 times that at the smallest). JSON with the
+command, date, machine and every figure in bench/out/wide-<date>T<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import datetime as dt
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "bench" / "out"
+STATE = ROOT / ".local" / "bench-wide-state"
+PROJECTS = STATE / "projects"
+LOGS = STATE / "logs"
+PORTS = {"ZYNC_KAFKA_PORT": "24792", "ZYNC_REGISTRY_PORT": "24781", "ZYNC_CATALOG_PORT": "25127",
+         "ZYNC_CONNECT_PORT": "24783", "ZYNC_POSTGRES_PORT": "24732"}
+BIN = ROOT / ".venv" / "bin"
+SCHEMA = "zync"  # the local target's schema: raw tables and mirrors
+DB_SCHEMA = "public"  # the source database's schema, in the topic names
+PARTITION = 0  # every topic has one
+ARRIVALS = "_arrivals"
+
+TARGETS = {50: {"p50_s": 15.0, "p99_s": 45.0}, 200: {"p50_s": 30.0, "bounded": True}}
+MEMORY_GROWTH = 1.5  # zync run's peak RSS at the largest N / at the smallest, at most
+OPS = (("u", 0.6), ("c", 0.2), ("d", 0.2))
+
+
+# ---------------------------------------------------------------------------
+# Pure logic (tests/unit/test_wide_bench.py)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile q (0..1) of values (bench/latency.py's)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def zipf_weights(n: int, s: float = 1.0) -> list[float]:
+    """Zipf's law over n tables: the k-th (from 1) weighs 1 / k^s."""
+    return [1.0 / (k ** s) for k in range(1, n + 1)]
+
+
+def table_chooser(n: int, skew: str, rng: random.Random) -> Callable[[], int]:
+    """A function choosing a table index 0..n-1 per call: uniformly, or Zipf-skewed (table 0 the hottest)."""
+    if skew == "uniform":
+        return lambda: rng.randrange(n)
+    if skew != "zipf":
+        raise ValueError(f"skew must be uniform or zipf, not {skew!r}")
+    cumulative, total = [], 0.0
+    for w in zipf_weights(n):
+        total += w
+        cumulative.append(total)
+    return lambda: min(n - 1, bisect.bisect_right(cumulative, rng.random() * total))
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One Delta commit of a table: its version, when it became visible, and per Kafka partition the
+    largest offset a reader of the mirror sees once it is there (none: a commit that moves nothing)."""
+
+    version: int
+    at: float
+    reach: dict[int, int]
+
+
+def commit_reach(actions: Iterable[dict], mirror: str | None) -> dict[int, int]:
+    """What one commit makes visible, from its log actions.
+
+    mirror given: the mirror's cursor carried in commitInfo.userMetadata (only a commit naming this
+    mirror: the setting is session-wide); None: a raw table's commit, the largest kafka.offset per
+    partition of the files it adds (their statistics), a file spanning several partitions counting
+    for none (its per-partition maxima are unknown).
+    """
+    reach: dict[int, int] = {}
+    for action in actions:
+        if mirror is not None and "commitInfo" in action:
+            try:
+                stored = json.loads(action["commitInfo"].get("userMetadata") or "")
+            except ValueError:
+                continue
+            if isinstance(stored, dict) and str(stored.get("zync_mirror", "")).split(".")[-1].strip("`").lower() \
+                    == mirror.lower():
+                reach = {int(p): int(o) for p, o in (stored.get("cursor") or {}).items()}
+        elif mirror is None and "add" in action:
+            try:
+                stats = json.loads(action["add"].get("stats") or "{}")
+                low, high = stats["minValues"]["kafka"], stats["maxValues"]["kafka"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if low.get("partition") == high.get("partition") and "offset" in high:
+                p = int(high["partition"])
+                reach[p] = max(reach.get(p, -1), int(high["offset"]))
+    return reach
+
+
+def visible_at(commits: Sequence[Commit], partition: int, offset: int) -> float | None:
+    """When the record at (partition, offset) became visible: the time of the first commit (by
+    version) that reached it, or None if none has yet."""
+    for commit in sorted(commits, key=lambda c: c.version):
+        if commit.reach.get(partition, -1) >= offset:
+            return commit.at
+    return None
+
+
+class DeltaLog:
+    """A Delta table's log on disk, read as it grows: its commits (JSON files), each parsed once."""
+
+    def __init__(self, folder: Path, mirror: str | None):
+        self.log = folder / "_delta_log"
+        self.mirror = mirror
+        self._commits: dict[int, Commit] = {}
+
+    def exists(self) -> bool:
+        return self.log.is_dir()
+
+    def first_commit_at(self) -> float | None:
+        first = self.log / f"{0:020d}.json"
+        return first.stat().st_mtime if first.exists() else None
+
+    def commits(self) -> list[Commit]:
+        if self.log.is_dir():
+            for path in self.log.glob("*.json"):
+                if not path.stem.isdigit() or int(path.stem) in self._commits:
+                    continue
+                version = int(path.stem)
+                at = path.stat().st_mtime
+                actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+                self._commits[version] = Commit(version, at, commit_reach(actions, self.mirror))
+        return [self._commits[v] for v in sorted(self._commits)]
+
+
+class MirrorLog:
+    """Where a mirror's visibility is read from: its own log if it is a Delta table; if it is a view
+    over `<mirror>__base` and the raw table, the raw table's log, no commit counting before the
+    base's first one (the view is not there before)."""
+
+    def __init__(self, database: Path, mirror: str, raw: str):
+        self.own = DeltaLog(database / mirror, mirror)
+        self.base = DeltaLog(database / f"{mirror}__base", mirror)
+        self.raw = DeltaLog(database / raw, None)
+
+    @property
+    def kind(self) -> str | None:
+        if self.own.exists():
+            return "table"
+        if self.base.exists():
+            return "view"
+        return None
+
+    def commits(self) -> list[Commit]:
+        kind = self.kind
+        if kind == "table":
+            return self.own.commits()
+        if kind == "view":
+            since = self.base.first_commit_at()
+            if since is None:
+                return []
+            return [Commit(c.version, max(c.at, since), c.reach) for c in self.raw.commits()]
+        return []
+
+    def reach(self, partition: int = PARTITION) -> int:
+        """The largest offset visible now."""
+        return max((c.reach.get(partition, -1) for c in self.commits()), default=-1)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A row the sink wrote, as the trigger recorded it: op I, U or D; seq of the row (D: of the row deleted)."""
+
+    op: str
+    seq: int | None
+    at: float
+
+
+def arrival_visible(seq: int, arrivals: Sequence[Arrival]) -> float | None:
+    """When the change with `seq` to a key became visible in PostgreSQL: the first arrival of the key
+    at least as new (a row with its seq or a later one, or the key's delete: a key's last change).
+    Keys are never re-created, so a delete ends a key's history."""
+    seen = [a.at for a in arrivals if a.op == "D" or (a.seq is not None and a.seq >= seq)]
+    return min(seen) if seen else None
+
+
+def backlog(pairs: Sequence[tuple[float, float | None]], at: float) -> int:
+    """Changes produced by `at` and not yet visible then; pairs are (produced, visible or None)."""
+    return sum(1 for produced, visible in pairs if produced <= at and (visible is None or visible > at))
+
+
+def mean_backlog(pairs: Sequence[tuple[float, float | None]], start: float, end: float, step: float = 1.0) -> float:
+    points = [start + i * step for i in range(max(1, int((end - start) / step) + 1))]
+    return statistics.fmean(backlog(pairs, t) for t in points)
+
+
+# ---------------------------------------------------------------------------
+# The source database: N tables, their Debezium events
+
+
+def row_fields() -> list[dict]:
+    return [
+        {"name": "id", "type": "int"},
+        {"name": "name", "type": ["null", "string"], "default": None},
+        {"name": "amount", "type": "double"},
+        {"name": "updated_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+        {"name": "seq", "type": "long"},
+    ]
+
+
+@dataclass
+class Change:
+    """One change event of the produce window: its table (index), key, op and sequence number, when
+    its produce call was made, and the offset Kafka gave it."""
+
+    seq: int
+    table: int
+    key: int
+    op: str
+    produced: float
+    offset: int | None = None
+
+
+def comparable(row: dict) -> tuple:
+    """A row as both sides are compared: (name, amount, updated_at in ms, price as text, seq)."""
+    return (row["name"], float(row["amount"]), int(row["updated_at"]), str(row["price"]), int(row["seq"]))
+
+
+class Source:
+    """The database the benchmark plays: its tables' rows, each change produced as Debezium writes it."""
+
+    def __init__(self, target, server: str, tables: int, seed: int):
+        from testkit import debezium
+        from zync import kafka_client
+        from zync.wire import Registry
+
+        self.debezium = debezium
+        self.target, self.server = target, server
+        self.tables = [f"t{i:03d}" for i in range(1, tables + 1)]
+        self.topics = [debezium.topic(server, DB_SCHEMA, t) for t in self.tables]
+        self.rng = random.Random(seed)
+        registry = Registry(target.schema_registry)
+        self.writers = []
+        for table, topic in zip(self.tables, self.topics):
+            kafka_client.ensure_topic(target, topic)
+            self.writers.append((
+                registry.register(f"{topic}-key", debezium.key_schema(server, DB_SCHEMA, table,
+                                                                      [{"name": "id", "type": "int"}])),
+                registry.register(f"{topic}-value", debezium.value_schema(server, DB_SCHEMA, table, row_fields()))))
+        self.producer = kafka_client.producer(target, **{"linger.ms": 5})
+        self.rows: list[dict[int, dict]] = [{} for _ in self.tables]  # the current state: key -> row
+        self.live: list[list[int]] = [[] for _ in self.tables]  # the keys, to choose one fast
+        self.next_id = [1] * len(self.tables)
+        self.seq = 0
+        self.records = 0
+        self.changes: list[Change] = []
+        self.failed: list[str] = []
+
+    # -- rows and events
+
+    def _row(self, table: int, key: int, seq: int, now_ms: int) -> dict:
+        rng = self.rng
+        return {"id": key, "name": None if rng.random() < 0.1 else f"{self.tables[table]}-{key}-{seq}",
+                "amount": round(rng.uniform(0, 10_000), 2), "updated_at": now_ms,
+                "price": Decimal(rng.randrange(10 ** 8)).scaleb(-2), "seq": seq}
+
+    def _delivered(self, change: Change | None, err, msg) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+        elif change is not None:
+            change.offset = msg.offset()
+
+    def _send(self, table: int, key: int, value: dict | None, change: Change | None = None) -> None:
+        from zync.wire import encode
+
+        key_writer, value_writer = self.writers[table]
+        data = (encode(key_writer, {"id": key}), None if value is None else encode(value_writer, value))
+        while True:
+            try:
+                self.producer.produce(self.topics[table], key=data[0], value=data[1],
+                                      on_delivery=partial(self._delivered, change))
+                break
+            except BufferError:
+                self.producer.poll(0.01)
+        self.records += 1
+        self.producer.poll(0)
+
+    def _event(self, table: int, op: str, after: dict | None, before: dict | None, now: float, seq: int,
+               snapshot: bool = False) -> dict:
+        ms = int(now * 1000)
+        source = self.debezium.source(self.server, "wide", DB_SCHEMA, self.tables[table], ms, lsn=seq,
+                                      snapshot=snapshot)
+        return self.debezium.event(op, after, before, source, ms)
+
+    def snapshot(self, rows: int) -> None:
+        """`rows` snapshot reads (op r) per table, flushed."""
+        for table in range(len(self.tables)):
+            for _ in range(rows):
+                key, self.next_id[table] = self.next_id[table], self.next_id[table] + 1
+                self.seq += 1
+                now = time.time()
+                after = self._row(table, key, self.seq, int(now * 1000))
+                self._send(table, key, self._event(table, "r", after, None, now, self.seq, snapshot=True))
+                self.rows[table][key] = after
+                self.live[table].append(key)
+        self.flush()
+
+    def change(self, table: int) -> Change:
+        """One change to a table, produced now: an update, a create or a delete (with its tombstone)."""
+        live = self.live[table]
+        draw = self.rng.random()
+        op = "c" if not live else ("u" if draw < OPS[0][1] else "c" if draw < OPS[0][1] + OPS[1][1] else "d")
+        self.seq += 1
+        if op == "c":
+            key, self.next_id[table] = self.next_id[table], self.next_id[table] + 1
+            live.append(key)
+        else:
+            key = live[self.rng.randrange(len(live))]
+        before = self.rows[table].get(key)
+        now = time.time()
+        change = Change(self.seq, table, key, op, now)
+        if op == "d":
+            live.remove(key)  # O(rows): fine at these rates
+            del self.rows[table][key]
+            self._send(table, key, self._event(table, "d", None, before, now, self.seq), change)
+            self._send(table, key, None)  # the tombstone
+        else:
+            after = self._row(table, key, self.seq, int(now * 1000))
+            self.rows[table][key] = after
+            self._send(table, key, self._event(table, op, after, before, now, self.seq), change)
+        self.changes.append(change)
+        return change
+
+    def stream(self, rate: float, seconds: float, choose: Callable[[], int]) -> tuple[float, float]:
+        """`rate` changes per second for `seconds`, to tables chosen by `choose`; (start, end) times."""
+        started, start = time.monotonic(), time.time()
+        sent = 0
+        while time.monotonic() - started < seconds:
+            delay = started + sent / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            self.change(choose())
+            sent += 1
+        end = time.time()
+        self.flush()
+        return start, end
+
+    def flush(self) -> None:
+        left = self.producer.flush(120)
+        if left or self.failed:
+            raise SystemExit(f"producing to {self.server}'s topics failed: {left} undelivered; {self.failed[:3]}")
+
+    def expected(self) -> dict[str, dict[int, tuple]]:
+        """Every table's final state: key -> its comparable row."""
+        return {t: {k: comparable(r) for k, r in rows.items()} for t, rows in zip(self.tables, self.rows)}
+
+
+# ---------------------------------------------------------------------------
+# zync's side: the project, its mirror file, `zync run`
+
+
+def mirror_name(server: str, table: str) -> str:
+    return f"{server}_{table}_mirror"
+
+
+def explicit_mirror_file(server: str, topics: list[str]) -> str:
+    """The same mirrors as pattern_mirror_file's, one explicit entry per table."""
+    entries = [f"  - model: {mirror_name(server, t.rsplit('.', 1)[1])}\n    topic: {t}\n    delete: hard\n"
+               for t in topics]
+    return "mirrors:\n" + "".join(entries)
+
+
+def pattern_mirror_file(server: str, topics: list[str]) -> str:
+    """One pattern entry over the broker's topics: every table of the server, names from the template."""
+    return (f"mirrors:\n  - topics: '{server}\\.{DB_SCHEMA}\\..*'\n    name: '{{server}}_{{table}}_mirror'\n"
+            "    delete: hard\n")
+
+
+# The project's one mirror file: every topic of the server mirrored, hard deletes.
+mirror_file = pattern_mirror_file
+
+
+def zync(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "zync"), *args], cwd=cwd, env={**os.environ, "ZYNC_PROJECT_DIR": str(cwd)},
+                          text=True, capture_output=True)
+
+
+class ZyncRun:
+    """One `zync run` process of the project, as a user starts it; its log in a file, its memory watched."""
+
+    def __init__(self, project: Path, log: Path):
+        from bench.rss import PeakRss
+
+        self.log = log
+        self.out = log.open("w")
+        self.started = time.time()
+        self.process = subprocess.Popen([str(BIN / "zync"), "run", "--interval", "1s"], cwd=project,
+                                        env={**os.environ, "ZYNC_PROJECT_DIR": str(project)},
+                                        stdout=self.out, stderr=subprocess.STDOUT)
+        self.rss = PeakRss(self.process.pid)
+
+    def lines(self) -> list[dict]:
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                try:
+                    found.append(json.loads(line))
+                except ValueError:
+                    pass
+        return found
+
+    def check(self) -> None:
+        if self.process.poll() is not None:
+            raise SystemExit(f"zync run exited ({self.process.returncode}):\n{self.log.read_text()[-3000:]}")
+
+    def wait_ready(self, timeout: float = 600) -> float:
+        """Until it has loaded the project (its `models:` note): seconds from its start."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check()
+            for line in self.lines():
+                if line.get("event") == "note" and str(line.get("message", "")).startswith("models:"):
+                    return line["ts"] - self.started
+            time.sleep(0.5)
+        raise SystemExit(f"zync run did not load its project in {timeout:.0f} s:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> dict:
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(600)
+        self.rss.stop()
+        self.out.close()
+        return {"exit_code": code, "peak_python_mb": self.rss.python_kb // 1024,
+                "peak_jvm_mb": self.rss.jvm_kb // 1024}
+
+
+def cycle_summary(lines: list[dict], start: float, end: float) -> dict:
+    """zync run's busy cycles that ended in [start, end]: count, p50/max seconds, each stage's seconds
+    (total and share of the cycles' time), models run and tables ingested per cycle."""
+    cycles = [l for l in lines if l.get("stage") == "cycle" and start <= l["ts"] <= end]
+    if not cycles:
+        return {"cycles": 0}
+    numbers = {l["cycle"] for l in cycles}
+    stages: dict[str, float] = defaultdict(float)
+    models, tables = [], []
+    for l in lines:
+        if l.get("cycle") in numbers and l.get("stage") in ("ingest", "dbt", "egress", "compact") and "seconds" in l:
+            stages[l["stage"]] += l["seconds"]
+            if l["stage"] == "dbt":
+                models.append(len(l.get("models", [])))
+            if l["stage"] == "ingest":
+                tables.append(len(l.get("tables", {})))
+    seconds = [l["seconds"] for l in cycles]
+    total = sum(seconds)
+    return {
+        "cycles": len(cycles), "p50_s": round(statistics.median(seconds), 1), "max_s": round(max(seconds), 1),
+        "mean_s": round(total / len(cycles), 1),
+        "stage_s": {k: round(v, 1) for k, v in stages.items()},
+        "stage_share": {k: round(v / total, 2) for k, v in stages.items()} if total else {},
+        "models_per_dbt_stage": round(statistics.fmean(models), 1) if models else 0,
+        "dbt_s_per_model_run": round(stages["dbt"] / sum(models), 2) if sum(models) else None,
+        "tables_per_ingest_stage": round(statistics.fmean(tables), 1) if tables else 0,
+        "errors": sum(1 for l in lines if "error" in l and start <= l.get("ts", 0) <= end),
+    }
+
+
+# ---------------------------------------------------------------------------
+# The anchor's side: PostgreSQL tables with their arrival trigger, the JDBC sink
+
+
+ARRIVALS_SQL = f"""
+create table {ARRIVALS} (n bigserial primary key, tbl text not null, id integer not null, op char(1) not null,
+                         seq bigint, at timestamptz not null);
+create function _arrived() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'DELETE' then
+    insert into {ARRIVALS} (tbl, id, op, seq, at) values (tg_table_name, old.id, 'D', old.seq, clock_timestamp());
+  else
+    insert into {ARRIVALS} (tbl, id, op, seq, at) values (tg_table_name, new.id, left(tg_op, 1), new.seq,
+                                                          clock_timestamp());
+  end if;
+  return null;
+end $$;
+"""
+
+
+def sink_table(topic: str) -> str:
+    """The sink's table of a topic: the topic with its dots as underscores (its `${topic}` format)."""
+    return topic.replace(".", "_")
+
+
+class Anchor:
+    """Debezium's JDBC sink over the server's topics into a database of its own."""
+
+    def __init__(self, target, server: str, topics: list[str]):
+        from stack import connect, postgres
+
+        self.postgres = postgres
+        self.connect = connect.Connect()
+        self.name = f"{server}-jdbc-sink"
+        self.database = f"wide_{server}"
+        self.tables = {sink_table(t): i for i, t in enumerate(topics)}
+        postgres.drop_database(self.database)
+        postgres.ensure_database(self.database)
+        postgres.psql(ARRIVALS_SQL + "".join(
+            f"create table {name} (id integer primary key, name text, amount double precision, "
+            f"updated_at timestamp, price numeric(12, 2), seq bigint);\n"
+            f"create trigger arrived after insert or update or delete on {name} "
+            "for each row execute function _arrived();\n" for name in self.tables), self.database)
+        config = connect.jdbc_sink(target, self.name, [], self.database,
+                                   topics_regex=rf"{server}\.{DB_SCHEMA}\..*",
+                                   **{"collection.name.format": "${topic}"})
+        self.connect.run(self.name, config)
+
+    def count(self) -> tuple[int, float | None]:
+        """Arrivals so far and the newest one's time."""
+        row = self.postgres.query(f"select count(*) as n, extract(epoch from max(at)) as at from {ARRIVALS}",
+                                  self.database)[0]
+        return int(row["n"]), float(row["at"]) if row["at"] is not None else None
+
+    def mark(self) -> int:
+        return int(self.postgres.query(f"select coalesce(max(n), 0) as n from {ARRIVALS}", self.database)[0]["n"])
+
+    def arrivals(self, after: int) -> dict[tuple[int, int], list[Arrival]]:
+        """(table index, key) -> the arrivals numbered above `after`, in time order."""
+        found: dict[tuple[int, int], list[Arrival]] = defaultdict(list)
+        rows = self.postgres.query(f"select tbl, id, op, seq, extract(epoch from at) as at from {ARRIVALS} "
+                                   f"where n > {after} order by at", self.database)
+        for r in rows:
+            found[(self.tables[r["tbl"]], int(r["id"]))].append(
+                Arrival(r["op"], None if r["seq"] is None else int(r["seq"]), float(r["at"])))
+        return found
+
+    def contents(self, names: list[str]) -> dict[str, dict[int, tuple]]:
+        found: dict[str, dict[int, tuple]] = {}
+        for sink_name, table in zip(self.tables, names):
+            rows = self.postgres.query(
+                f"select id, name, amount, (extract(epoch from updated_at) * 1000)::bigint as updated_at, "
+                f"price::text as price, seq from {sink_name}", self.database)
+            found[table] = {int(r["id"]): comparable(r) for r in rows}
+        return found
+
+    def check(self) -> None:
+        self.connect.check(self.name)
+
+    def stop(self) -> None:
+        self.connect.delete(self.name)
+
+
+# ---------------------------------------------------------------------------
+# Reading the mirrors (a Spark process of its own, after `zync run` has stopped)
+
+
+def read_mirrors(spec: Path) -> None:
+    """--read-mirrors: every mirror's rows as comparable tuples, JSON into the spec's `out`."""
+    from zync.config import load_target
+    from zync.spark import spark_session
+
+    job = json.loads(spec.read_text())
+    spark = spark_session(load_target(None))
+    found: dict[str, dict[int, list]] = {}
+    names = list(job["mirrors"].items())
+    for start in range(0, len(names), 25):
+        chunk = names[start:start + 25]
+        query = " union all ".join(
+            f"select '{table}' as t, id, name, amount, unix_millis(updated_at) as updated_at, "
+            f"cast(price as string) as price, seq from {SCHEMA}.{mirror}" for table, mirror in chunk)
+        for r in spark.sql(query).collect():
+            found.setdefault(r["t"], {})[r["id"]] = [r["name"], r["amount"], r["updated_at"], r["price"], r["seq"]]
+    spark.stop()
+    Path(job["out"]).write_text(json.dumps(found))
+
+
+def mirror_contents(mirrors: dict[str, str], work: Path) -> dict[str, dict[int, tuple]]:
+    spec, out = work / "read-mirrors.json", work / "mirrors-read.json"
+    spec.write_text(json.dumps({"mirrors": mirrors, "out": str(out)}))
+    done = subprocess.run([str(BIN / "python"), str(Path(__file__).resolve()), "--read-mirrors", str(spec)],
+                          cwd=ROOT, text=True, capture_output=True)
+    if done.returncode != 0:
+        raise SystemExit(f"reading the mirrors failed:\n{done.stderr[-3000:]}")
+    read = json.loads(out.read_text())
+    return {t: {int(k): (v[0], float(v[1]), int(v[2]), str(v[3]), int(v[4])) for k, v in read.get(t, {}).items()}
+            for t in mirrors}
+
+
+def differences(found: dict[str, dict[int, tuple]], expected: dict[str, dict[int, tuple]]) -> dict:
+    missing = sum(1 for t, rows in expected.items() for k in rows if k not in found.get(t, {}))
+    extra = sum(1 for t, rows in found.items() for k in rows if k not in expected.get(t, {}))
+    wrong = sum(1 for t, rows in expected.items() for k, v in rows.items()
+                if k in found.get(t, {}) and found[t][k] != v)
+    return {"rows": sum(len(r) for r in expected.values()), "missing": missing, "extra": extra, "wrong": wrong,
+            "equal": missing == extra == wrong == 0}
+
+
+# ---------------------------------------------------------------------------
+# One N and skew
+
+
+def latency_figures(pairs: list[tuple[float, float | None]], start: float, end: float, rate: float) -> dict:
+    """p50/p95/p99/max, missing, and the backlog over the middle and last quarters of the produce window."""
+    latencies = [v - p for p, v in pairs if v is not None]
+    seconds = end - start
+    mid = mean_backlog(pairs, start + 3 * seconds / 8, start + 5 * seconds / 8)
+    last = mean_backlog(pairs, start + 3 * seconds / 4, end)
+    missing = sum(1 for _, v in pairs if v is None)
+    figures: dict[str, Any] = {"changes": len(pairs), "missing": missing,
+                               "backlog_mid": round(mid, 1), "backlog_end": round(last, 1)}
+    if latencies:
+        figures.update({f"p{int(q * 100)}_s": round(percentile(latencies, q), 2) for q in (0.5, 0.95, 0.99)})
+        figures["max_s"] = round(max(latencies), 2)
+    figures["bounded"] = missing == 0 and last <= 1.5 * mid + 5 * rate
+    return figures
+
+
+def run_one(target, tables: int, skew: str, args) -> dict:
+    from stack import connect_worker
+    from bench.rss import PeakRss
+    from testkit.scratch import user_project
+    from zync.tables import raw_table_name
+
+    server = f"w{tables:03d}{skew[0]}"
+    print(f"\n== {tables} tables, {skew}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
+    result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
+                              "seconds": args.seconds}
+    source = Source(target, server, tables, args.seed)
+    mirrors = {t: mirror_name(server, t) for t in source.tables}
+    raw = {t: raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
+
+    project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics)})
+    compiled = zync("etl", "compile", cwd=project)
+    if compiled.returncode != 0:
+        raise SystemExit(f"zync etl compile failed:\n{compiled.stdout}{compiled.stderr}")
+    anchor = Anchor(target, server, source.topics)
+    connect_pid = connect_worker.service(target).pid()
+    connect_rss = PeakRss(connect_pid) if connect_pid else None
+    run = ZyncRun(project, LOGS / f"run-{server}.log")
+    database = Path(os.environ["ZYNC_STATE_DIR"]) / "warehouse" / f"{SCHEMA}.db"
+    logs = {t: MirrorLog(database, mirrors[t], raw[t]) for t in source.tables}
+    try:
+        result["zync_run_ready_s"] = round(run.wait_ready(), 1)
+        # The snapshot, then the first build on both sides.
+        produce_start = time.time()
+        source.snapshot(args.rows)
+        produced = time.time()
+        result["snapshot_produce_s"] = round(produced - produce_start, 1)
+        print(f"  snapshot: {source.records:,} records in {produced - produce_start:.1f} s; first build ...",
+              flush=True)
+        first_build = {"zync": None, "jdbc_sink": None}
+        deadline = time.monotonic() + args.build_timeout
+        last_offset = args.rows - 1
+        while None in first_build.values() and time.monotonic() < deadline:
+            run.check()
+            anchor.check()
+            if first_build["zync"] is None:
+                built = [visible_at(logs[t].commits(), PARTITION, last_offset) for t in source.tables]
+                if None not in built:
+                    first_build["zync"] = round(max(built) - produced, 1)
+            if first_build["jdbc_sink"] is None:
+                n, newest = anchor.count()
+                if n >= tables * args.rows:
+                    first_build["jdbc_sink"] = round(newest - produced, 1)
+            time.sleep(1)
+        result["first_build_s"] = first_build
+        build_end = time.time()
+        result["zync_first_build_cycles"] = cycle_summary(run.lines(), produce_start, build_end)
+        print(f"  first build (s from the snapshot produced): {first_build}", flush=True)
+        if None in first_build.values():
+            raise SystemExit(f"the first build did not finish in {args.build_timeout:.0f} s: {first_build}; "
+                             f"see {run.log} and {connect_worker.folder() / 'connect.log'}")
+        mirror_kinds = {logs[t].kind for t in source.tables}
+        result["mirror_kind"] = sorted(k for k in mirror_kinds if k)
+
+        # The changes.
+        mark = anchor.mark()
+        choose = table_chooser(tables, skew, random.Random(args.seed + 1))
+        print(f"  {args.rate:g} changes/s for {args.seconds:g} s ({skew}) ...", flush=True)
+        start, end = source.stream(args.rate, args.seconds, choose)
+        last = {}
+        for c in source.changes:
+            last[c.table] = max(last.get(c.table, -1), c.offset)
+        deadline = time.monotonic() + args.drain
+        zync_done = sink_done = False
+        while time.monotonic() < deadline and not (zync_done and sink_done):
+            run.check()
+            anchor.check()
+            zync_done = zync_done or all(logs[source.tables[t]].reach() >= o for t, o in last.items())
+            sink_done = sink_done or anchor.count()[0] - mark >= len(source.changes)
+            time.sleep(1)
+        drained = time.time()
+        result["drained_after_s"] = round(drained - end, 1)
+        result["changes"] = len(source.changes)
+        result["records"] = source.records
+    finally:
+        memory = run.stop()
+        if connect_rss is not None:
+            connect_rss.stop()
+        anchor.stop()
+    result["zync_run_memory"] = memory
+    result["connect_peak_mb"] = connect_rss.python_kb // 1024 if connect_rss else None
+    result["zync_cycles"] = cycle_summary(run.lines(), start, drained)
+
+    # Latencies, per side.
+    commits = {t: logs[source.tables[t]].commits() for t in range(tables)}
+    ours = [(c.produced, visible_at(commits[c.table], PARTITION, c.offset)) for c in source.changes]
+    arrived = anchor.arrivals(mark)
+    theirs = [(c.produced, arrival_visible(c.seq, arrived.get((c.table, c.key), []))) for c in source.changes]
+    result["zync"] = latency_figures(ours, start, end, args.rate)
+    result["jdbc_sink"] = latency_figures(theirs, start, end, args.rate)
+
+    # Contents against the source's final state.
+    expected = source.expected()
+    result["zync"]["contents"] = differences(mirror_contents(mirrors, PROJECTS / server), expected)
+    result["jdbc_sink"]["contents"] = differences(anchor.contents(source.tables), expected)
+    print(f"  zync run:  {result['zync']}\n  JDBC sink: {result['jdbc_sink']}\n"
+          f"  cycles: {result['zync_cycles']}\n  memory: {memory}, Connect {result['connect_peak_mb']} MB", flush=True)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def print_table(results: list[dict]) -> None:
+    head = ("tables", "skew", "side", "1st build s", "p50 s", "p95 s", "p99 s", "max s", "missing",
+            "backlog mid>end", "bounded", "rows equal", "peak RSS MB", "cycle p50/max s")
+    rows = []
+    for r in results:
+        for side, label in (("zync", "zync run"), ("jdbc_sink", "JDBC sink")):
+            f = r[side]
+            if side == "zync":
+                m = r["zync_run_memory"]
+                rss = f"{m['peak_python_mb']}+{m['peak_jvm_mb']}"
+                cycles = r["zync_cycles"]
+                cycle = f"{cycles.get('p50_s', '-')}/{cycles.get('max_s', '-')}"
+            else:
+                rss, cycle = fmt(r.get("connect_peak_mb")), "-"
+            rows.append((r["tables"], r["skew"], label, fmt(r["first_build_s"][side]), fmt(f.get("p50_s")),
+                         fmt(f.get("p95_s")), fmt(f.get("p99_s")), fmt(f.get("max_s")), f["missing"],
+                         f"{f['backlog_mid']:g}>{f['backlog_end']:g}", fmt(f["bounded"]),
+                         fmt(f["contents"]["equal"]), rss, cycle))
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    print()
+    for line in (head, *rows):
+        print(" | ".join(str(x).rjust(w) for x, w in zip(line, widths)))
+
+
+def checks(results: list[dict]) -> list[dict]:
+    """The targets, PASS or FAIL, for the N this run measured."""
+    found = []
+    for r in results:
+        goal = TARGETS.get(r["tables"])
+        if goal is None:
+            continue
+        f = r["zync"]
+        for key, limit in goal.items():
+            if key == "bounded":
+                ok, said = f["bounded"], f"lag bounded ({f['backlog_mid']:g} -> {f['backlog_end']:g} waiting)"
+            else:
+                value = f.get(key)
+                ok, said = value is not None and value <= limit, f"{key[:-2]} {fmt(value)} s <= {limit:g} s"
+            found.append({"tables": r["tables"], "skew": r["skew"], "check": said, "pass": bool(ok)})
+    for skew in sorted({r["skew"] for r in results}):
+        by_n = sorted((r["tables"], r["zync_run_memory"]["peak_python_mb"] + r["zync_run_memory"]["peak_jvm_mb"])
+                      for r in results if r["skew"] == skew)
+        if len(by_n) >= 2:
+            (small, low), (large, high) = by_n[0], by_n[-1]
+            found.append({"tables": f"{small}->{large}", "skew": skew, "pass": high <= MEMORY_GROWTH * low,
+                          "check": f"memory bounded in N: {low} MB -> {high} MB (<= {MEMORY_GROWTH}x)"})
+    for r in results:
+        for side in ("zync", "jdbc_sink"):
+            found.append({"tables": r["tables"], "skew": r["skew"], "pass": r[side]["contents"]["equal"],
+                          "check": f"{'zync run' if side == 'zync' else 'JDBC sink'}: rows equal the source's "
+                                   f"final state ({r[side]['contents']})"})
+    return found
+
+
+def machine() -> dict:
+    memory_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal:"))
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor())
+    return {"cores": os.cpu_count(), "memory_gb": round(memory_kb / 2 ** 20, 1), "cpu": model,
+            "system": f"{platform.system()} {platform.release()}"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, action="append", help="tables (repeatable; default 10, 50, 200)")
+    parser.add_argument("--skew", choices=("uniform", "zipf"), action="append",
+                        help="how changes spread over the tables (repeatable; default both)")
+    parser.add_argument("--rate", type=float, default=100.0, help="change events per second (default 100)")
+    parser.add_argument("--seconds", type=float, default=120.0, help="seconds of changes (default 120)")
+    parser.add_argument("--rows", type=int, default=2000, help="snapshot rows per table (default 2000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--drain", type=float, default=600.0, help="seconds to wait for the last changes")
+    parser.add_argument("--build-timeout", type=float, default=1800.0, help="seconds to wait for the first build")
+    parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
+    parser.add_argument("--read-mirrors", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
+    if args.read_mirrors:
+        read_mirrors(args.read_mirrors)
+        return
+    from zync.config import load_target
+
+    tables = args.tables or [10, 50, 200]
+    skews = args.skew or ["uniform", "zipf"]
+    command = " ".join(["bench/wide.py", *sys.argv[1:]])
+    date = dt.datetime.now(dt.timezone.utc)
+    if STATE.exists():
+        zync("down", "--purge", cwd=ROOT)
+        shutil.rmtree(STATE, ignore_errors=True)
+    LOGS.mkdir(parents=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    up = zync("up", "--connect", cwd=ROOT)
+    if up.returncode != 0:
+        raise SystemExit(f"zync up --connect failed:\n{up.stdout}{up.stderr}")
+    results: list[dict] = []
+    began = time.monotonic()
+    try:
+        target = load_target(None)
+        for n in tables:
+            for skew in skews:
+                results.append(run_one(target, n, skew, args))
+    finally:
+        if not args.keep:
+            zync("down", cwd=ROOT)
+    print(f"\n{command}\n{date:%Y-%m-%d %H:%M} UTC, {machine()}; whole run {time.monotonic() - began:.0f} s")
+    print_table(results)
+    verdicts = checks(results)
+    print()
+    for v in verdicts:
+        print(f"{'PASS' if v['pass'] else 'FAIL'}  {v['tables']} tables, {v['skew']}: {v['check']}")
+    path = OUT / f"wide-{date:%Y-%m-%dT%H%M}.json"
+    path.write_text(json.dumps({"command": command, "date": date.isoformat(timespec="seconds"), "machine": machine(),
+                                "whole_run_s": round(time.monotonic() - began), "runs": results,
+                                "checks": verdicts}, indent=2))
+    print(f"JSON: {path}")
+
+
+if __name__ == "__main__":
+    main()
