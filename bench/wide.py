@@ -451,13 +451,14 @@ def zync(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 class ZyncRun:
     """One `zync run` process of the project, as a user starts it; its log in a file, its memory watched."""
 
-    def __init__(self, project: Path, log: Path):
+    def __init__(self, project: Path, log: Path, threads: int | None = None):
         from bench.rss import PeakRss
 
         self.log = log
         self.out = log.open("w")
         self.started = time.time()
-        self.process = subprocess.Popen([str(BIN / "zync"), "run", "--interval", "1s"], cwd=project,
+        more = ["--threads", str(threads)] if threads else []
+        self.process = subprocess.Popen([str(BIN / "zync"), "run", "--interval", "1s", *more], cwd=project,
                                         env={**os.environ, "ZYNC_PROJECT_DIR": str(project)},
                                         stdout=self.out, stderr=subprocess.STDOUT)
         self.rss = PeakRss(self.process.pid)
@@ -674,16 +675,16 @@ def latency_figures(pairs: list[tuple[float, float | None]], start: float, end: 
     return figures
 
 
-def run_one(target, tables: int, skew: str, args) -> dict:
+def run_one(target, tables: int, skew: str, args, threads: int | None = None) -> dict:
     from stack import connect_worker
     from bench.rss import PeakRss
     from testkit.scratch import user_project
     from zync.tables import raw_table_name
 
-    server = f"w{tables:03d}{skew[0]}"
+    server = f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "")
     print(f"\n== {tables} tables, {skew}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
     result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
-                              "seconds": args.seconds}
+                              "seconds": args.seconds, "threads": threads}
     source = Source(target, server, tables, args.seed)
     mirrors = {t: mirror_name(server, t) for t in source.tables}
     raw = {t: raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
@@ -695,7 +696,7 @@ def run_one(target, tables: int, skew: str, args) -> dict:
     anchor = Anchor(target, server, source.topics)
     connect_pid = connect_worker.service(target).pid()
     connect_rss = PeakRss(connect_pid) if connect_pid else None
-    run = ZyncRun(project, LOGS / f"run-{server}.log")
+    run = ZyncRun(project, LOGS / f"run-{server}.log", threads)
     database = Path(os.environ["ZYNC_STATE_DIR"]) / "warehouse" / f"{SCHEMA}.db"
     logs = {t: MirrorLog(database, mirrors[t], raw[t]) for t in source.tables}
     try:
@@ -797,7 +798,8 @@ def print_table(results: list[dict]) -> None:
             "backlog mid>end", "bounded", "rows equal", "peak RSS MB", "cycle p50/max s")
     rows = []
     for r in results:
-        for side, label in (("zync", "zync run"), ("jdbc_sink", "JDBC sink")):
+        ours = "zync run" + (f" --threads {r['threads']}" if r.get("threads") else "")
+        for side, label in (("zync", ours), ("jdbc_sink", "JDBC sink")):
             f = r[side]
             if side == "zync":
                 m = r["zync_run_memory"]
@@ -867,6 +869,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--drain", type=float, default=600.0, help="seconds to wait for the last changes")
     parser.add_argument("--build-timeout", type=float, default=1800.0, help="seconds to wait for the first build")
+    parser.add_argument("--threads", type=int, action="append",
+                        help="zync run --threads N (repeatable: each N and skew runs once per value, alternating)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     parser.add_argument("--read-mirrors", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -894,7 +898,10 @@ def main() -> None:
         target = load_target(None)
         for n in tables:
             for skew in skews:
-                results.append(run_one(target, n, skew, args))
+                # Designs compared (zync run --threads) alternate: the order flips from one N to the next.
+                order = args.threads or [None]
+                for threads in (order if len(results) % 2 == 0 else order[::-1]):
+                    results.append(run_one(target, n, skew, args, threads))
     finally:
         if not args.keep:
             zync("down", cwd=ROOT)

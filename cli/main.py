@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from service.compaction import COMPACT_AFTER_COMMITS
+from service.threads import DEFAULT_THREADS
 from zync.config import Target, load_target, project_dir
 from zync.durations import parse_duration
 from zync.errors import ZyncError
@@ -96,7 +97,7 @@ def cmd_to_kafka(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     from service.run import Service
 
-    with Service(_target(args), select=args.select, interval=args.interval,
+    with Service(_target(args), select=args.select, interval=args.interval, threads=args.threads,
                  compact_after=args.compact_after) as service:
         code = service.run(once=args.once)
     if code:
@@ -175,6 +176,9 @@ def parser() -> argparse.ArgumentParser:
                    help="longest wait between cycles when idle (default 1s); new messages start a cycle sooner")
     p.add_argument("--once", action="store_true",
                    help="one full cycle, then exit (for cron, Airflow and other schedulers)")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                   help=f"topics ingested, and mirrors run, at once in a cycle (default {DEFAULT_THREADS}; "
+                        "1: one after another)")
     p.add_argument("--compact-after", type=int, default=COMPACT_AFTER_COMMITS, metavar="N",
                    help=f"compact a raw, output or mirror table's small files (Delta OPTIMIZE, no row changed) "
                         f"once N commits landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "

@@ -56,6 +56,7 @@ from service.discovery import TopicDiscovery
 from service.failures import Failures, failures_file
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
+from service.threads import DEFAULT_THREADS
 from service.versions import TableVersion, TableVersions
 from zync import kafka_client
 from zync.config import Target, project_dir
@@ -68,7 +69,6 @@ DEFAULT_INTERVAL_S = 1.0
 NOTE_PREFIX = "zync.note."
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
-INGEST_THREADS = 4  # topics ingested at once in a cycle
 
 
 ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
@@ -193,7 +193,9 @@ class RanAt(dict):
 class Service:
     def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
                  status: RunStatus | None = None, root: Path | None = None,
-                 compact_after: int = COMPACT_AFTER_COMMITS):
+                 compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS):
+        if threads < 1:
+            raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
             raise ZyncError(f"--interval must be more than 0, not {interval}")
         if compact_after < 0:
@@ -201,6 +203,7 @@ class Service:
         self.target = target
         self.select = select
         self.interval = interval
+        self.threads = threads
         self.status = status or RunStatus()
         self.spark = spark_session(target)
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
@@ -324,7 +327,7 @@ class Service:
             self.failures.recovered(stage, what)
 
     def ingest(self) -> StageReport | None:
-        """Read every input topic that has new messages into its raw table, INGEST_THREADS topics at once."""
+        """Read every input topic that has new messages into its raw table, --threads topics at once."""
         started, records, tables, lag = time.monotonic(), 0, {}, 0
         due: list[tuple[RawInput, Ingest]] = []
         try:
@@ -383,7 +386,7 @@ class Service:
 
         if len(due) <= 1:
             return [run(raw, job) for raw, job in due]
-        with ThreadPoolExecutor(max_workers=min(INGEST_THREADS, len(due)), thread_name_prefix="ingest") as pool:
+        with ThreadPoolExecutor(max_workers=min(self.threads, len(due)), thread_name_prefix="ingest") as pool:
             return list(pool.map(lambda item: run(*item), due))
 
     def transform(self) -> StageReport | None:
@@ -406,9 +409,15 @@ class Service:
         if small:
             with small_run_engine(self.spark):
                 runs += self.project.run(sorted(small))
-        if set(due) - small:
+        mirrors = {m.name for m in self.models if m.name in due and m.output_topic is None}
+        if mirrors:
+            # Mirrors read their own raw table each and write their own table: --threads of them at once
+            # on the one session (a run's time is mostly the driver's: planning, the Delta log, commits).
             with without_adaptive_execution(self.spark):
-                runs += self.project.run(sorted(set(due) - small))
+                runs += self.project.run(sorted(mirrors), threads=self.threads)
+        if set(due) - small - mirrors:
+            with without_adaptive_execution(self.spark):
+                runs += self.project.run(sorted(set(due) - small - mirrors))
         # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
