@@ -15,19 +15,8 @@ export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11827}"
 project="$ZYNC_STATE_DIR/shop-project"   # a user's project: the repository's dbt setup and one mirror file
 step() { python "$demo/shop.py" "$@"; }
 
-run_pid=
-log="$ZYNC_STATE_DIR/zync-run.log"
-finish() {
-  local status=$?
-  if [ -n "$run_pid" ]; then kill -TERM "$run_pid" 2>/dev/null || true; wait "$run_pid" || true; fi
-  if [ "$status" -ne 0 ]; then
-    zync down >/dev/null 2>&1 || true
-    echo "demo-database failed (exit $status, the error is above); its services are stopped" \
-         "(ZYNC_STATE_DIR=$ZYNC_STATE_DIR${run_pid:+; the log of zync run: $log})" >&2
-  fi
-  exit "$status"
-}
-trap finish EXIT
+demo_name=demo-database log="$ZYNC_STATE_DIR/zync-run.log"
+source demo/finish.sh
 
 zync down --purge >/dev/null
 zync up --connect

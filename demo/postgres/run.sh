@@ -16,19 +16,8 @@ export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11727}"
 export ZYNC_DEMO=true   # the demo's transforms and models (demo/invoices/transforms)
 step() { python "$demo/connectors.py" "$@"; }
 
-run_pid=
-# On failure, stop what the demo started, in one line so that the error stays right above it.
-finish() {
-  local status=$?
-  if [ -n "$run_pid" ]; then kill -TERM "$run_pid" 2>/dev/null || true; wait "$run_pid" || true; fi
-  if [ "$status" -ne 0 ]; then
-    zync down >/dev/null 2>&1 || true
-    echo "demo-postgres failed (exit $status, the error is above); its services are stopped" \
-         "(ZYNC_STATE_DIR=$ZYNC_STATE_DIR${run_pid:+; the log of zync run: $log})" >&2
-  fi
-  exit "$status"
-}
-trap finish EXIT
+demo_name=demo-postgres log="$ZYNC_STATE_DIR/zync-run.log"
+source demo/finish.sh
 
 zync down --purge >/dev/null
 zync up --connect
@@ -36,7 +25,6 @@ zync etl compile
 
 mapfile -t files < <(step steps)   # the steps' SQL files, in order (connectors.py STEPS)
 step sql postgres <(echo "create database demo_target")
-log="$ZYNC_STATE_DIR/zync-run.log"
 for i in "${!files[@]}"; do
   echo; echo "=== step $((i + 1)): ${files[$i]#"$PWD/"}"
   grep -v '^--' "${files[$i]}"
