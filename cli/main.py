@@ -177,8 +177,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true",
                    help="one full cycle, then exit (for cron, Airflow and other schedulers)")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
-                   help=f"topics ingested, and mirrors run, at once in a cycle (default {DEFAULT_THREADS}; "
-                        "1: one after another)")
+                   help=f"topics ingested at once in a cycle, each on a Spark session of its own "
+                        f"(default {DEFAULT_THREADS}; 1: one after another)")
     p.add_argument("--compact-after", type=int, default=COMPACT_AFTER_COMMITS, metavar="N",
                    help=f"compact a raw, output or mirror table's small files (Delta OPTIMIZE, no row changed) "
                         f"once N commits landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "

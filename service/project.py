@@ -161,12 +161,11 @@ class DbtProject:
             raise DbtError(f"dbt could not render {macro}: {result.exception or result.result}")
         return nodes[0].node.compiled_code
 
-    def run(self, names: list[str], threads: int | None = None) -> list[ModelRun]:
-        """`dbt run --select names`, one invocation (`threads` of them at once, else the profile's); how each model ended."""
+    def run(self, names: list[str]) -> list[ModelRun]:
+        """`dbt run --select names`, one invocation; how each model ended."""
         # The results come back in memory: writing manifest.json (~0.7 MB) and run_results.json to
         # target/zync-run after every run would cost each cycle its serialisation and nobody reads them.
-        more = ["--threads", str(threads)] if threads else []
-        result = self._invoke("run", "--select", *names, "--no-write-json", *more)
+        result = self._invoke("run", "--select", *names, "--no-write-json")
         runs = getattr(result.result, "results", None)
         if not runs:
             reason = result.exception or result.result or "no model ran"

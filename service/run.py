@@ -409,15 +409,12 @@ class Service:
         if small:
             with small_run_engine(self.spark):
                 runs += self.project.run(sorted(small))
-        mirrors = {m.name for m in self.models if m.name in due and m.output_topic is None}
-        if mirrors:
-            # Mirrors read their own raw table each and write their own table: --threads of them at once
-            # on the one session (a run's time is mostly the driver's: planning, the Delta log, commits).
+        # One model at a time: a mirror's commit carries its cursor through a session setting
+        # (macros/mirror/materialization/zync_mirror_commit_carrying.sql), which a second model
+        # running at once on this session would overwrite.
+        if set(due) - small:
             with without_adaptive_execution(self.spark):
-                runs += self.project.run(sorted(mirrors), threads=self.threads)
-        if set(due) - small - mirrors:
-            with without_adaptive_execution(self.spark):
-                runs += self.project.run(sorted(set(due) - small - mirrors))
+                runs += self.project.run(sorted(set(due) - small))
         # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
