@@ -138,3 +138,14 @@ def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[s
         paths.append(path)
     write_outputs(compile_transforms(paths, folder, schemas=schemas), folder)
     return ScratchProject(folder, spark, prefix, engine)
+
+
+def drop_relation(spark, name: str) -> None:
+    """Drop `name` (database.table) whether a table or a view; a mirror's base (`<name>__base`) too.
+
+    A mirror's name is a view over its base table, and Spark refuses DROP TABLE of a view.
+    """
+    for relation in (name, f"{name}__base"):
+        if spark.catalog.tableExists(relation):
+            kind = "view" if spark.catalog.getTable(relation).tableType == "VIEW" else "table"
+            spark.sql(f"drop {kind} if exists {relation}")
