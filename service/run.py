@@ -3,11 +3,13 @@
 A cycle runs four stages in order, each only where there is work:
 1. ingest: every input topic with messages past its raw table's offsets is
    read up to where it stood (the from-kafka job, kept warm per topic);
-2. dbt: the models whose raw tables' Delta versions moved since their last
-   successful run here, in one in-process `dbt run` on this SparkSession;
+2. dbt: the output models whose raw tables' Delta versions moved since their
+   last successful run here, and the mirrors due a fold (service/folds.py: a
+   mirror's view already shows what ingest committed), in one in-process
+   `dbt run` on this SparkSession;
 3. egress: every output table whose Delta version moved since it was last
    published (by this run's dbt or anyone's) is published (the to-kafka job).
-4. compaction: every table (raw, output, mirror) that has had --compact-after
+4. compaction: every table (raw, output, mirror base) that has had --compact-after
    commits since its last compaction gets its small files compacted
    (service/compaction.py: Delta's OPTIMIZE, no row changed).
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
@@ -49,6 +51,7 @@ from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import PARQUET_SETTINGS, ConcurrentIngestError
 from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
+from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
 from service.versions import TableVersion, TableVersions
@@ -187,7 +190,8 @@ class RanAt(dict):
 class Service:
     def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
                  status: RunStatus | None = None, root: Path | None = None,
-                 compact_after: int = COMPACT_AFTER_COMMITS):
+                 compact_after: int = COMPACT_AFTER_COMMITS, fold_after_commits: int = FOLD_AFTER_COMMITS,
+                 fold_after_rows: int = FOLD_AFTER_ROWS, folds_per_cycle: int = FOLDS_PER_CYCLE):
         if interval <= 0:
             raise ZyncError(f"--interval must be more than 0, not {interval}")
         if compact_after < 0:
@@ -199,6 +203,11 @@ class Service:
         self.spark = spark_session(target)
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
+        try:
+            self.folds = FoldPolicy(self.versions, fold_after_commits, fold_after_rows, folds_per_cycle)
+        except ValueError as e:
+            raise ZyncError(str(e)) from None
+        self.fold_all = False  # --once: every mirror whose raw table moved folds
         self.watcher = kafka_client.consumer(target, group="zync-run-watch")
         self.models: list[ZyncModel] = []
         self.ingests: dict[RawInput, Ingest] = {}
@@ -329,6 +338,7 @@ class Service:
                 continue  # a raw table is not there yet: its topic has had no record
             if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
+        due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
         if not due or self.stopping.is_set():
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
@@ -427,7 +437,7 @@ class Service:
             return None
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
-        for table in sorted(raw_tables | {m.relation for m in self.models}):
+        for table in sorted(raw_tables | {m.table for m in self.models}):
             if self.stopping.is_set() or not self._try(f"compact:{table}"):
                 continue
             version = self.versions.version(table)
@@ -471,7 +481,7 @@ class Service:
                 seen[table] = after
         self.ran_at.save()
         for model in self.models:
-            if model.relation == table and self.published_at.get(model.name) == before:
+            if model.table == table and self.published_at.get(model.name) == before:
                 self.published_at[model.name] = after
 
     # --- the loop ---------------------------------------------------------------
@@ -534,6 +544,7 @@ class Service:
         """Cycle until stopped (or once); the exit status: 1 if --once met an error, else 0."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         why = "failed"
+        self.fold_all = once
         try:
             while not self.stopping.is_set():
                 try:
