@@ -67,8 +67,8 @@ snapshot_keys as (
 ),
 
 -- hard mode keeps no deleted rows: the raw history before the cursor
--- remembers the deletes of keys that arrive now as snapshot reads (the
--- semi join first: with no snapshot read, adaptive execution skips the scan)
+-- remembers the deletes of keys that arrive now as snapshot reads (only
+-- those keys' deletes are aggregated: the semi join comes first)
 past_deletes as (
     select {{ partition_by }}, max(`_zync_source_ts`) as `_zync_deleted_ts`
     from {{ rows }}
