@@ -73,6 +73,8 @@ def make_project(design: str, tables: int, macros_revision: str | None):
     entries = "".join(f"  - model: {design}_mirror_{i}\n    topic: {design}_t{i}\n    table: {design}_raw_{i}\n"
                       for i in range(tables))
     project = make_scratch_project(OUT / design, {"mirrors.yml": "mirrors:\n" + entries})
+    for linked in ("profiles", ".local", "jvm"):  # what `zync run` in a project folder reads besides dbt's files
+        (project.path / linked).symlink_to(ROOT / linked, target_is_directory=True)
     if macros_revision:  # the mirrors' machinery as it was at that revision
         (project.path / "macros").unlink()
         archive = subprocess.run(["git", "archive", macros_revision, "macros"], cwd=ROOT, capture_output=True,
