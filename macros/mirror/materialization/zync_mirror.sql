@@ -106,8 +106,8 @@
   {#- The mirror's name: the base and the changes past the cursor just committed. -#}
   {%- set inlined_rows = '(\n' ~ compiled_code ~ '\n) as `_zync_rows`' -%}
   {%- call statement('view') -%}
-    {{ create_view_as(view_relation, zync_mirror_view_sql(target_relation, inlined_rows, key, columns, settings.delete,
-                                                          after=zync_mirror_cursor_filter(cursor))) }}
+    {{ create_view_as(view_relation, zync_mirror_compact_sql(zync_mirror_view_sql(
+         target_relation, inlined_rows, key, columns, settings.delete, after=zync_mirror_cursor_filter(cursor)))) }}
   {%- endcall -%}
 
   {% do persist_docs(target_relation, model) %}
