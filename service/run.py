@@ -563,6 +563,7 @@ class Service:
                     self.wait()
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
+            self.fold_all = False
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.status.finish(why)
