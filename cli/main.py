@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from service.compaction import COMPACT_AFTER_COMMITS
+from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE
 from service.threads import DEFAULT_THREADS
 from zync.config import Target, load_target, project_dir
 from zync.durations import parse_duration
@@ -98,7 +99,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     from service.run import Service
 
     with Service(_target(args), select=args.select, interval=args.interval, threads=args.threads,
-                 compact_after=args.compact_after) as service:
+                 compact_after=args.compact_after, fold_after_commits=args.fold_after_commits,
+                 fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle) as service:
         code = service.run(once=args.once)
     if code:
         raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
@@ -183,6 +185,15 @@ def parser() -> argparse.ArgumentParser:
                    help=f"compact a raw, output or mirror table's small files (Delta OPTIMIZE, no row changed) "
                         f"once N commits landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "
                         "0: never)")
+    p.add_argument("--fold-after-commits", type=int, default=FOLD_AFTER_COMMITS, metavar="N",
+                   help="fold a mirror (MERGE the changes its view applies into its base table) once its raw "
+                        f"table gained N commits since its last fold (default {FOLD_AFTER_COMMITS}); a mirror's "
+                        "name shows every ingested change either way")
+    p.add_argument("--fold-after-rows", type=int, default=FOLD_AFTER_ROWS, metavar="N",
+                   help=f"...or N rows (default {FOLD_AFTER_ROWS}); a new raw schema folds at once")
+    p.add_argument("--folds-per-cycle", type=int, default=FOLDS_PER_CYCLE, metavar="N",
+                   help=f"fold at most N mirrors in one cycle (default {FOLDS_PER_CYCLE}; 0: no bound); "
+                        "--once folds every mirror whose raw table moved")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

@@ -1,10 +1,10 @@
-r"""Mirror files: `mirrors:` YAML -> one current-state dbt model (Delta MERGE) per mirror.
+r"""Mirror files: `mirrors:` YAML -> one current-state dbt model (merge-on-read view over a Delta base) per mirror.
 
 A mirror file holds only a top-level `mirrors:` list. Each entry names a raw
 CDC table, how to key it, how to treat deletes and which columns to keep:
 
     mirrors:
-      - model: invoices_mirror          # the dbt model (and Delta table) to write
+      - model: invoices_mirror          # the dbt model (a view; its Delta table is <model>__base)
         topic: Invoices                 # the Kafka topic whose raw table it reads
         table: raw_invoices             # that raw table (default: raw_<topic in snake case>)
         delete: soft                    # hard (row removed, the default) or soft (row flagged)
@@ -440,10 +440,12 @@ def render_properties(mirror: Mirror, source: Path) -> str:
         "description": (
             f"Current-state mirror of Kafka topic {mirror.topic} (raw table {mirror.table}), one row per "
             f"primary key ({key}), defined in {source}"
-            f"{f' by the entry for topics matching {mirror.pattern!r}' if mirror.pattern is not None else ''}. Each `dbt run` MERGEs the changes past the mirror's "
-            f"cursor: c/r/u upsert, d deletes, the last change per key wins, tombstones are ignored. {deleted} "
-            "A snapshot read (r) older than a change already seen for its key is ignored. Read an earlier "
-            "state with `VERSION AS OF n` or `TIMESTAMP AS OF 'ts'`."
+            f"{f' by the entry for topics matching {mirror.pattern!r}' if mirror.pattern is not None else ''}: a view "
+            f"of every ingested change, the Delta table {mirror.model}__base (folded up to a cursor by each "
+            f"`dbt run`, one MERGE) with the raw changes past its cursor applied: c/r/u upsert, d deletes, the "
+            f"last change per key wins, tombstones are ignored. {deleted} A snapshot read (r) older than a "
+            f"change already seen for its key is ignored. Read an earlier state on the base: "
+            f"`{mirror.model}__base VERSION AS OF n` or `TIMESTAMP AS OF 'ts'`."
         ),
         "meta": {"zync_mirror_topic": mirror.topic, "zync_mirror_delete": mirror.delete, "zync_transform_file": str(source),
                  **({PATTERN_META: mirror.pattern} if mirror.pattern is not None else {})},

@@ -26,7 +26,7 @@ from compiler.mirrors import MirrorFile, expand_patterns, is_mirror_file, load_m
 from compiler.spec import load_transform
 from zync import kafka_client
 from service.failures import Failures, failures_file
-from service.project import DbtProject
+from service.project import MIRROR_BASE_SUFFIX, DbtProject
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.spark import spark_session
@@ -88,8 +88,10 @@ class OutputStatus:
 @dataclass(frozen=True)
 class MirrorPartition:
     partition: int
-    cursor: int | None  # the largest raw offset the mirror has applied; None: none yet
+    cursor: int | None  # the largest raw offset folded into the mirror's base; None: none yet
     latest_offset: int | None
+    # Raw records past the cursor: the mirror's view applies them on every read until a fold.
+    not_folded: int = 0
 
     @property
     def behind(self) -> int | None:
@@ -220,10 +222,13 @@ def transform_status(spark, target: Target, transform, project: DbtProject, kafk
     )
 
 
-def _mirror_cursor(spark, mirror_name: str, table) -> dict[int, int]:
-    """The cursor a mirror's newest zync commit carries (macros/mirror/cursor/zync_mirror_current_cursor.sql), else its rows'."""
+def _mirror_cursor(spark, mirror_name: str, table_name: str) -> dict[int, int]:
+    """The cursor the newest zync commit of a mirror's table carries (macros/mirror/cursor/zync_mirror_current_cursor.sql), else its rows'.
 
-    for row in spark.sql(f"describe history {mirror_name} limit 20").collect():
+    Its commits name the mirror (`mirror_name`), also those of its base (`table_name`).
+    """
+    table = spark.table(table_name)
+    for row in spark.sql(f"describe history {table_name} limit 20").collect():
         try:
             stored = json.loads(row["userMetadata"] or "")
         except ValueError:
@@ -241,12 +246,23 @@ def mirror_status(spark, target: Target, source: Path, mirror) -> MirrorStatus:
         return replace(status, note=f"no raw table yet (run `zync from-kafka --topic {mirror.topic}`)")
     latest = {r[0]: r[1] for r in spark.table(raw_name).where(F.col("kafka.topic") == F.lit(mirror.topic))
               .groupBy(F.col("kafka.partition")).agg(F.max("kafka.offset")).collect()}
-    if not spark.catalog.tableExists(name):
-        cursor: dict[int, int] = {}
-        note = f"not built yet (run `dbt run --select {mirror.model}`)"
+    # The base a run folds into (macros/mirror/materialization/zync_mirror_base_relation.sql), or a table
+    # under the mirror's own name (made before mirrors had a base; its next run makes it the base).
+    base = name + MIRROR_BASE_SUFFIX
+    if spark.catalog.tableExists(base):
+        cursor, note = _mirror_cursor(spark, name, base), None
+    elif spark.catalog.tableExists(name) and spark.catalog.getTable(name).tableType != "VIEW":
+        cursor, note = _mirror_cursor(spark, name, name), "stored as a table: its next run makes it the base of a view"
     else:
-        cursor, note = _mirror_cursor(spark, name, spark.table(name)), None
-    partitions = [MirrorPartition(p, cursor.get(p), latest.get(p)) for p in sorted(set(latest) | set(cursor))]
+        cursor = {}
+        note = f"not built yet (run `dbt run --select {mirror.model}`)"
+    past = F.col("kafka.offset") > F.coalesce(
+        F.create_map(*[F.lit(x) for p, o in cursor.items() for x in (p, o)])[F.col("kafka.partition")]
+        if cursor else F.lit(None), F.lit(-1))
+    not_folded = {r[0]: r[1] for r in spark.table(raw_name).where((F.col("kafka.topic") == F.lit(mirror.topic)) & past)
+                  .groupBy(F.col("kafka.partition")).count().collect()}
+    partitions = [MirrorPartition(p, cursor.get(p), latest.get(p), not_folded.get(p, 0))
+                  for p in sorted(set(latest) | set(cursor))]
     return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions)
 
 
@@ -303,10 +319,11 @@ def _render_mirror(status: MirrorStatus) -> list[str]:
     rows = [[status.topic, "-", status.note, "", ""]] if status.note and not status.partitions else []
     for p in status.partitions:
         rows.append([status.topic, str(p.partition), _number(p.cursor, "none yet"), _number(p.latest_offset),
-                     _number(p.behind)])
+                     str(p.not_folded)])
     if not rows:
         rows.append([status.topic, "-", "none yet", "-", "0"])
-    lines += _table(["input", "partition", "cursor", "latest offset", "behind cursor"], rows)
+    # Not folded: in the mirror's view already, applied over its base on each read until a run folds them.
+    lines += _table(["input", "partition", "folded cursor", "latest offset", "not folded"], rows)
     if status.note and status.partitions:
         lines.append(f"  {status.note}")
     return lines + [""]

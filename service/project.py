@@ -26,6 +26,9 @@ from zync.ingest_options import TOLERANCE_META
 
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
+# A mirror's name is a view; the Delta table its runs fold into is this suffix after it
+# (macros/mirror/materialization/zync_mirror_base_suffix.sql).
+MIRROR_BASE_SUFFIX = "__base"
 # zync run's own dbt artifacts, apart from a hand-run dbt's target/ (both may run at once).
 TARGET_PATH = Path("target") / "zync-run"
 
@@ -58,6 +61,11 @@ class ZyncModel:
     @property
     def kind(self) -> str:
         return "output" if self.output_topic else "mirror"
+
+    @property
+    def table(self) -> str:
+        """The Delta table the model's runs write (database.table): a mirror's base, an output's own."""
+        return self.relation if self.output_topic else self.relation + MIRROR_BASE_SUFFIX
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ look at the broker's topics every few seconds when a mirror entry names
 `topics:` (service/discovery.py: a new matching topic gets its mirror):
 1. ingest: every input topic with messages past its raw table's offsets is
    read up to where it stood (the from-kafka job, kept warm per topic);
-2. dbt: the models whose raw tables' Delta versions moved since their last
-   successful run here, in one in-process `dbt run` on this SparkSession;
+2. dbt: the output models whose raw tables' Delta versions moved since their
+   last successful run here, and the mirrors due a fold (service/folds.py: a
+   mirror's view already shows what ingest committed), in one in-process
+   `dbt run` on this SparkSession;
 3. egress: every output table whose Delta version moved since it was last
    published (by this run's dbt or anyone's) is published (the to-kafka job).
-4. compaction: every table (raw, output, mirror) that has had --compact-after
+4. compaction: every table (raw, output, mirror base) that has had --compact-after
    commits since its last compaction gets its small files compacted
    (service/compaction.py: Delta's OPTIMIZE, no row changed).
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
@@ -54,6 +56,7 @@ from ingest.table import PARQUET_SETTINGS
 from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
 from service.discovery import TopicDiscovery
 from service.failures import Failures, failures_file
+from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
 from service.threads import DEFAULT_THREADS
@@ -193,7 +196,9 @@ class RanAt(dict):
 class Service:
     def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
                  status: RunStatus | None = None, root: Path | None = None,
-                 compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS):
+                 compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS,
+                 fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
+                 folds_per_cycle: int = FOLDS_PER_CYCLE):
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -208,6 +213,11 @@ class Service:
         self.spark = spark_session(target)
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
+        try:
+            self.folds = FoldPolicy(self.versions, fold_after_commits, fold_after_rows, folds_per_cycle)
+        except ValueError as e:
+            raise ZyncError(str(e)) from None
+        self.fold_all = False  # --once: every mirror whose raw table moved folds
         self.watcher = kafka_client.consumer(target, group="zync-run-watch")
         self.admin = kafka_client.admin(target)
         self.discovery = TopicDiscovery(target, self.project.root, self._topic_names)
@@ -400,6 +410,7 @@ class Service:
                 continue  # a raw table is not there yet: its topic has had no record
             if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
+        due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
         if not due or self.stopping.is_set():
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
@@ -501,7 +512,7 @@ class Service:
             return None
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
-        for table in sorted(raw_tables | {m.relation for m in self.models}):
+        for table in sorted(raw_tables | {m.table for m in self.models}):
             if self.stopping.is_set() or not self._try(f"compact:{table}"):
                 continue
             version = self.versions.version(table)
@@ -545,7 +556,7 @@ class Service:
                 seen[table] = after
         self.ran_at.save()
         for model in self.models:
-            if model.relation == table and self.published_at.get(model.name) == before:
+            if model.table == table and self.published_at.get(model.name) == before:
                 self.published_at[model.name] = after
 
     # --- the loop ---------------------------------------------------------------
@@ -612,6 +623,7 @@ class Service:
         """Cycle until stopped (or once); the exit status: 1 if --once met an error, else 0."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         why = "failed"
+        self.fold_all = once
         try:
             while not self.stopping.is_set():
                 try:
@@ -630,6 +642,7 @@ class Service:
                     self.wait()
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
+            self.fold_all = False
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.status.finish(why)

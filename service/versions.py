@@ -17,6 +17,14 @@ class TableVersion(NamedTuple):
     version: int
 
 
+class Growth(NamedTuple):
+    """What a run of commits did to a table."""
+
+    commits: int
+    rows: int | None  # rows they added (None: a file without a record count)
+    schema_changed: bool  # one of them set the table's metadata (its schema, or its properties)
+
+
 class TableVersions:
     """Latest Delta versions of tables by catalog name (database.table); None for a table not there yet."""
 
@@ -52,10 +60,19 @@ class TableVersions:
         again in between, a commit's log gone (cleaned up), or a file without
         a record count. Reads only those commits' JSON (no Spark job).
         """
+        growth = self.growth(name, since, until)
+        return None if growth is None else growth.rows
+
+    def growth(self, name: str, since: TableVersion | None, until: TableVersion | None) -> "Growth | None":
+        """What the commits after `since` up to `until` did to the table, read from their JSON (no Spark job).
+
+        None when the commits cannot be read: either version missing, the table
+        made again in between, a commit's log gone (cleaned up).
+        """
         if since is None or until is None or since.table_id != until.table_id:
             return None
         if until.version <= since.version:
-            return 0
+            return Growth(0, 0, False)
         location = self._location(name)
         if location is None:
             return None
@@ -63,24 +80,24 @@ class TableVersions:
         try:
             log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
             changes = log.getChanges(since.version + 1, until.version, True)
-            rows, seen = 0, 0
+            rows, seen, schema_changed = 0, 0, False
             while changes.hasNext():
                 commit = changes.next()
                 seen += 1
                 actions = commit._2().iterator()
                 while actions.hasNext():
                     text = actions.next().json()
-                    if text.startswith('{"add":'):  # (a commitInfo's text is not always valid JSON)
+                    if text.startswith('{"metaData":'):  # a new schema (or table properties)
+                        schema_changed = True
+                    elif text.startswith('{"add":') and rows is not None:  # (a commitInfo's text is not always valid JSON)
                         added = json.loads(text)["add"]
                         if not added.get("dataChange", True):
                             continue  # a compaction's rewrite of rows already there (service/compaction.py)
                         records = json.loads(added.get("stats") or "{}").get("numRecords")
-                        if records is None:
-                            return None
-                        rows += int(records)
+                        rows = None if records is None else rows + int(records)
         except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
             return None
-        return rows if seen == until.version - since.version else None
+        return Growth(seen, rows, schema_changed) if seen == until.version - since.version else None
 
     def versions(self, names) -> dict[str, TableVersion | None]:
         return {name: self.version(name) for name in names}

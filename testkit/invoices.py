@@ -66,8 +66,9 @@ class InvoicesProject:
         return self.name("NewInvoices")
 
     def tables(self) -> list[str]:
+        # The mirror's name is a view; its Delta table is its base.
         return [f"{SCHEMA}.{self.name(t)}" for t in ("raw_invoices", "raw_invoice_status", "new_invoices",
-                                                     "invoices_mirror")]
+                                                     "invoices_mirror__base")]
 
     def produce(self, target, topic: str, records: list[dict], partitions: int = 1) -> None:
         """Produce records to one of the demo's topics (by its demo name) with the demo's schemas.

@@ -160,3 +160,14 @@ def user_project(folder: Path, transforms: dict[str, str]) -> Path:
     for name, text in transforms.items():
         (folder / "transforms" / name).write_text(textwrap.dedent(text))
     return folder
+
+
+def drop_relation(spark, name: str) -> None:
+    """Drop `name` (database.table) whether a table or a view; a mirror's base (`<name>__base`) too.
+
+    A mirror's name is a view over its base table, and Spark refuses DROP TABLE of a view.
+    """
+    for relation in (name, f"{name}__base"):
+        if spark.catalog.tableExists(relation):
+            kind = "view" if spark.catalog.getTable(relation).tableType == "VIEW" else "table"
+            spark.sql(f"drop {kind} if exists {relation}")

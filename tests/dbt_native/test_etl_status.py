@@ -114,19 +114,26 @@ def test_a_mirror_file_shows_each_mirrors_cursor_and_lag(spark, target, transfor
     (never_built,) = etl_status.collect(target, [mirror_file], kafka=False)
     assert never_built.note and f"dbt run --select {PREFIX}_invoices_mirror" in never_built.note
     assert [(p.partition, p.cursor, p.latest_offset, p.behind) for p in never_built.partitions] == [(0, None, 3, 4)]
-    # A mirror whose last commit carries the cursor past Invoices offset 1 (as zync_mirror commits do).
-    spark.sql(f"create table {tables.table('invoices_mirror')} (ID int, `_zync_kafka` struct<topic: string, "
+    # A mirror whose base's last commit carries the cursor past Invoices offset 1 (as zync_mirror commits do).
+    base = tables.table("invoices_mirror") + "__base"
+    spark.sql(f"create table {base} (ID int, `_zync_kafka` struct<topic: string, "
               "partition: int, offset: bigint, timestamp: timestamp>) using delta")
     spark.conf.set("spark.databricks.delta.commitInfo.userMetadata",
                    f'{{"zync_mirror": "{tables.table("invoices_mirror")}", "cursor": {{"0": 1}}}}')
     try:
-        spark.sql(f"insert into {tables.table('invoices_mirror')} values (1, null)")
+        spark.sql(f"insert into {base} values (1, null)")
     finally:
         spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
     (status,) = etl_status.collect(target, [mirror_file], kafka=False)
-    assert [(p.partition, p.cursor, p.latest_offset, p.behind) for p in status.partitions] == [(0, 1, 3, 2)]
+    # Offsets 2 and 3 are not folded: the mirror's view applies them over its base.
+    assert [(p.partition, p.cursor, p.latest_offset, p.behind, p.not_folded) for p in status.partitions] == [
+        (0, 1, 3, 2, 2)]
     # Transform files and mirror files are read alike (the default set holds both).
     assert main(["etl", "status", "--no-kafka", str(transform_file), str(mirror_file)]) == 0
     printed = capsys.readouterr().out
-    assert f"{PREFIX}_invoices_mirror (mirror of {PREFIX}Invoices" in printed
+    assert f"{PREFIX}_invoices_mirror (mirror of {PREFIX}Invoices" in printed and "not folded" in printed
+    # A mirror stored as a table under its own name (before mirrors had a base) reads alike.
+    spark.sql(f"alter table {base} rename to {tables.table('invoices_mirror')}")
+    (old_style,) = etl_status.collect(target, [mirror_file], kafka=False)
+    assert [(p.cursor, p.not_folded) for p in old_style.partitions] == [(1, 2)] and "base" in old_style.note
     spark.sql(f"drop table if exists {tables.table('invoices_mirror')}")

@@ -19,7 +19,7 @@ import datetime
 from pyspark.sql import types as T
 
 from service.run import small_run_engine
-from testkit.scratch import ScratchProject, make_scratch_project
+from testkit.scratch import ScratchProject, drop_relation, make_scratch_project
 from zync.envelope import raw_row_schema as row_schema
 
 SCHEMA = "zync"
@@ -78,7 +78,7 @@ def append_raw(spark, table: str, rows: list, extra_after_fields: tuple[str, ...
 def drop_tables(spark, *tables: str) -> None:
     spark.sql(f"create schema if not exists {SCHEMA}")
     for table in tables:
-        spark.sql(f"drop table if exists {SCHEMA}.{table}")
+        drop_relation(spark, f"{SCHEMA}.{table}")
 
 
 def rows(spark, sql: str) -> list[tuple]:

@@ -6,6 +6,9 @@ false), then one incremental run: the run sets the property again, writes
 deletion vectors, names every changed key in its MERGE (the key filter,
 macros/mirror/merge/zync_mirror_merge_sql.sql), and leaves what a rebuild leaves;
 time travel to the build still shows the rows before the changes.
+The mirror is also turned into one stored as a table under its own name (as
+mirrors were before they had a base table): the run renames it to its base,
+keeping its history and the cursor its commits carry, and makes the view.
 """
 
 from __future__ import annotations
@@ -56,9 +59,11 @@ def layout(spark, tmp_path_factory):
     project = mirror_project(folder / "project", {"mirrors.yml": MIRRORS}, spark)
     append_raw(spark, RAW, SNAPSHOT, ("note",))
     project.dbt("run", "--select", "mir_layout")
-    built = spark.sql("describe history zync.mir_layout").agg({"version": "max"}).first()[0]
-    # A mirror made before zync set deletion vectors on mirrors.
-    spark.sql("alter table zync.mir_layout set tblproperties ('delta.enableDeletionVectors' = 'false')")
+    built = spark.sql("describe history zync.mir_layout__base").agg({"version": "max"}).first()[0]
+    # A mirror made before zync set deletion vectors on mirrors, and before mirrors had a base table.
+    spark.sql("alter table zync.mir_layout__base set tblproperties ('delta.enableDeletionVectors' = 'false')")
+    spark.sql("drop view zync.mir_layout")
+    spark.sql("alter table zync.mir_layout__base rename to zync.mir_layout")
     append_raw(spark, RAW, [*CHANGES, keyed(10, "c", 7, "note-7")], ("note",))
     logs = folder / "logs"
     project.dbt("run", "--select", "mir_layout", "--log-path", str(logs), "--log-level-file", "debug")
@@ -67,9 +72,9 @@ def layout(spark, tmp_path_factory):
 
 
 def test_an_existing_mirror_gets_deletion_vectors_and_its_merge_writes_them(spark, layout):
-    properties = dict(rows(spark, "show tblproperties zync.mir_layout"))
+    properties = dict(rows(spark, "show tblproperties zync.mir_layout__base"))
     assert properties["delta.enableDeletionVectors"] == "true"
-    merge = spark.sql("describe history zync.mir_layout").orderBy("version", ascending=False).first()
+    merge = spark.sql("describe history zync.mir_layout__base").orderBy("version", ascending=False).first()
     assert merge["operation"] == "MERGE"
     metrics = merge["operationMetrics"]
     assert int(metrics["numTargetDeletionVectorsAdded"]) >= 1, metrics
@@ -79,7 +84,7 @@ def test_an_existing_mirror_gets_deletion_vectors_and_its_merge_writes_them(spar
 
 def test_the_merge_names_every_changed_key_quoted_as_spark_reads_it(layout):
     log = layout["log"]
-    merge = log[log.index("merge into zync.mir_layout"):]
+    merge = log[log.index("merge into zync.mir_layout__base"):]
     filter_line = next(line for line in merge.splitlines() if "(mirror.`ID`, mirror.`name`) in (" in line)
     for key in (1, 2, 3, 4, 7):
         name = NAMES[key].replace("\\", "\\\\").replace("'", "\\'")
@@ -95,7 +100,15 @@ def test_the_merged_mirror_is_what_a_rebuild_gives(spark, layout):
     layout["project"].dbt("test", "--select", "mir_layout")  # zync_mirror_matches_raw: equal to a rebuild
 
 
+def test_a_mirror_stored_as_a_table_becomes_the_base_of_its_view_keeping_history_and_cursor(spark, layout):
+    assert spark.catalog.getTable("zync.mir_layout").tableType == "VIEW"
+    history = spark.sql("describe history zync.mir_layout__base").orderBy("version").collect()
+    assert history[layout["built"]]["operation"].endswith("TABLE AS SELECT")  # the build, before the rename
+    # The cursor came from the renamed table's log, not from a scan of its rows.
+    assert "max(`_zync_kafka`.`offset`) from zync.mir_layout" not in layout["log"]
+
+
 def test_time_travel_reads_the_build_under_the_deletion_vectors(spark, layout):
-    assert rows(spark, LIVE.format(f" version as of {layout['built']}")) == [
+    assert rows(spark, LIVE.format(f"__base version as of {layout['built']}")) == [
         (i, NAMES[i], f"note-{i}") for i in range(1, 7)
     ]

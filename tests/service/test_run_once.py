@@ -3,7 +3,8 @@
 After a batch one run gives exactly zync's NewInvoices stream (the service's
 test follows all four batches); a cycle with nothing new makes no Delta commit
 on any table and reports no work, in the same process and after a restart;
-a compaction changes no row and makes nothing run again.
+a compaction changes no row and makes nothing run again. The mirror's view shows
+new changes before a cycle folds them into its base.
 """
 
 from __future__ import annotations
@@ -45,6 +46,20 @@ def test_run_once_gives_zyncs_stream_and_an_idle_cycle_changes_nothing(target, s
     with quiet_service(target, project) as restarted:
         assert restarted.cycle() == []
         assert restarted.versions.versions(project.tables()) == versions
+
+        # Merge-on-read: new changes to the mirror's raw table run the output model, not the mirror, whose
+        # view shows them at once; --once folds it into its base, and no row seen by its name changes.
+        project.produce_batch(target, 2)
+        ran = next(r for r in restarted.cycle() if r.stage == "dbt").detail["models"]
+        assert project.name("new_invoices") in ran and project.name("invoices_mirror") not in ran
+        mirror = f"select invoice_id, customer, item from {SCHEMA}.{project.name('invoices_mirror')} order by 1"
+        unfolded = [tuple(r) for r in spark.sql(mirror).collect()]
+        assert [r[0] for r in unfolded] == [100, 101, 102, 103]
+        base = f"{SCHEMA}.{project.name('invoices_mirror__base')}"
+        before_fold = restarted.versions.version(base)
+        assert restarted.run(once=True) == 0
+        assert restarted.versions.version(base).version > before_fold.version
+        assert [tuple(r) for r in spark.sql(mirror).collect()] == unfolded
 
 
 def test_select_keeps_only_the_chosen_models_and_the_topics_they_read(target, spark, tmp_path):

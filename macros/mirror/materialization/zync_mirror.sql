@@ -1,5 +1,12 @@
 {#
-  The `zync_mirror` materialization: a current-state table kept by Delta MERGE.
+  The `zync_mirror` materialization: a merge-on-read current-state mirror.
+
+  The model's name is a VIEW (zync_mirror_view_sql) over two things: the
+  base, a Delta table `<mirror>__base` (zync_mirror_base_relation) holding
+  the mirror folded up to a cursor, and the raw changes past that cursor,
+  applied as a SELECT by the MERGE's rules. A query of the mirror therefore
+  holds every change ingest has committed, with no run in between; a run
+  only folds: it moves the base's cursor and makes the view anew.
 
   dbt-spark 1.11's `incremental` materialization accepts only its own
   strategies (append, merge, insert_overwrite, microbatch) and its `merge`
@@ -7,33 +14,43 @@
   materialization, modelled on dbt-spark's incremental one:
   - the model's select (every raw change as the mirror's columns, as
     `zync etl compile` writes it) becomes the view `<mirror>__raw_changes`
-    (zync_mirror_rows_relation), which the machinery reads
+    (zync_mirror_rows_relation), which the machinery and the data tests read
     (zync_mirror_changes.sql);
-  - no table yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the
+  - a mirror stored as a Delta table under its own name (before it had a
+    base) is renamed to its base first: its history, and the cursor its
+    commits carry, come along (zync_mirror_name is the same for both);
+  - no base yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the
     last change per key (a rebuild from the raw history; Delta keeps the
     history across a replace); its commit carries the cursor: the raw
     offsets read before it;
-  - otherwise: the last change per key past the mirror's cursor as a cached
+  - otherwise: the last change per key past the base's cursor as a cached
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
-    commit, which carries the cursor past the changes.
+    commit, which carries the cursor past the changes;
+  - then the view, with the new cursor as literals. Between the MERGE's
+    commit and the view's replacement the old view shows the same rows (see
+    zync_mirror_view_sql). The view inlines the model's select rather than
+    reading `<mirror>__raw_changes`: a Spark view keeps its columns' types,
+    so a view over that view would fail once the raw table's schema grew.
   A table property the model's config names (deletion vectors) is set on a
-  mirror made before it was (zync_mirror_apply_properties).
+  base made before it was (zync_mirror_apply_properties).
   Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
-  run a scan of the mirror for it. A run whose mirror another run moved since
+  run a scan of the base for it. A run whose base another run moved since
   it read its changes writes nothing (zync_mirror_unmoved_cursor).
   The model's settings live in its meta: {'zync_mirror': {topic, delete,
   primary_key (the key's column names, or none: the Kafka key's fields)}}.
 #}
 {% materialization zync_mirror, adapter='spark' %}
   {%- set settings = zync_mirror_settings() -%}
-  {%- set target_relation = this -%}
-  {%- set existing_relation = load_relation(this) -%}
+  {%- set view_relation = this.incorporate(type='view') -%}
+  {%- set target_relation = zync_mirror_base_relation(this) -%}
+  {%- do zync_mirror_migrate(this, target_relation) -%}
+  {%- set existing_relation = load_relation(target_relation) -%}
   {%- set changes_relation = this.incorporate(path={"identifier": this.identifier ~ '__zync_changes'}).include(database=false, schema=false) -%}
   {%- set rows = zync_mirror_rows_relation(this) -%}
   {%- set full = existing_relation is none or should_full_refresh() -%}
   {#- The cursor is read first, as dbt renders a model before its pre-hooks: a run that another
       commits beside after this read writes nothing (zync_mirror_unmoved_cursor). -#}
-  {%- set after = zync_mirror_cursor(this) if not full else none -%}
+  {%- set after = zync_mirror_cursor(target_relation) if not full else none -%}
 
   {{ run_hooks(pre_hooks) }}
 
@@ -86,7 +103,14 @@
     {%- endcall -%}
   {%- endif -%}
 
+  {#- The mirror's name: the base and the changes past the cursor just committed. -#}
+  {%- set inlined_rows = '(\n' ~ compiled_code ~ '\n) as `_zync_rows`' -%}
+  {%- call statement('view') -%}
+    {{ create_view_as(view_relation, zync_mirror_compact_sql(zync_mirror_view_sql(
+         target_relation, inlined_rows, key, columns, settings.delete, after=zync_mirror_cursor_filter(cursor)))) }}
+  {%- endcall -%}
+
   {% do persist_docs(target_relation, model) %}
   {{ run_hooks(post_hooks) }}
-  {{ return({'relations': [target_relation]}) }}
+  {{ return({'relations': [view_relation]}) }}
 {% endmaterialization %}

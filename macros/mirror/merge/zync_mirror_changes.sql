@@ -19,7 +19,11 @@
     MERGE keeps the mirror's value (a rebuild, keep_deletes=false, has no
     earlier value to keep and writes null).
   keep_deletes=false (a rebuild) leaves deleted keys out in hard mode;
-  keep_deletes=true keeps the deletes (for the MERGE to apply).
+  keep_deletes=true keeps the deletes (for the MERGE, or the mirror's view, to apply).
+  history_guard: in hard mode, whether the re-snapshot guard consults the
+  raw history before the cursor for the deletes the mirror no longer holds:
+  none asks the changes now (a MERGE: only when they hold a snapshot read);
+  true always (the mirror's view, whose changes arrive after it is made).
   Soft mode adds _zync_deleted and _zync_deleted_at, and a delete carries
   the values of its key's last earlier change among these rows (a
   soft-deleted row keeps its key's last values however its changes fell
@@ -27,11 +31,11 @@
   as they would in two runs); for the MERGE, keep_deletes=true adds
   zync_mirror_carries_values(), true on such deletes (not a mirror column).
 #}
-{% macro zync_mirror_changes(rows, key, columns, delete, after=none, keep_deletes=false) -%}
+{% macro zync_mirror_changes(rows, key, columns, delete, after=none, keep_deletes=false, history_guard=none) -%}
   {%- set key_names = [] -%}
   {%- for name in key -%}{%- do key_names.append(adapter.quote(name)) -%}{%- endfor -%}
   {%- set partition_by = key_names | join(', ') -%}
-  {%- set guard_history = keep_deletes and delete == 'hard' and after and zync_mirror_has_snapshot_reads(rows, after) -%}
+  {%- set guard_history = keep_deletes and delete == 'hard' and after and (history_guard or (history_guard is none and zync_mirror_has_snapshot_reads(rows, after))) -%}
   {%- set unavailable = {} -%}
   {%- for column in columns -%}
     {%- set test = zync_unavailable(adapter.quote(column.name), column.data_type) -%}
@@ -58,17 +62,19 @@ changes as (
 ),
 {%- if guard_history %}
 
+snapshot_keys as (
+    select distinct {{ partition_by }} from changes where `_zync_op` = 'r'
+),
+
 -- hard mode keeps no deleted rows: the raw history before the cursor
--- remembers the deletes of keys that arrive now as snapshot reads
+-- remembers the deletes of keys that arrive now as snapshot reads (only
+-- those keys' deletes are aggregated: the semi join comes first)
 past_deletes as (
     select {{ partition_by }}, max(`_zync_source_ts`) as `_zync_deleted_ts`
     from {{ rows }}
+    left semi join snapshot_keys using ({{ partition_by }})
     where `_zync_op` = 'd' and not ({{ after }})
     group by {{ partition_by }}
-),
-
-snapshot_keys as (
-    select distinct {{ partition_by }} from changes where `_zync_op` = 'r'
 ),
 {%- endif %}
 
@@ -87,9 +93,7 @@ kept as (
     select ordered.*
     from ordered
     {%- if guard_history %}
-    left join (
-        select past_deletes.* from past_deletes left semi join snapshot_keys using ({{ partition_by }})
-    ) as past using ({{ partition_by }})
+    left join past_deletes as past using ({{ partition_by }})
     {%- endif %}
     where not coalesce(
         `_zync_op` = 'r'

@@ -1,0 +1,126 @@
+"""Which mirrors a `zync run` cycle folds.
+
+A mirror is merge-on-read (macros/mirror/materialization/zync_mirror.sql): its
+name is a view of its base table plus the raw changes past the base's cursor,
+so what ingest commits is visible by the mirror's name at once, with no
+`dbt run`. A run of a mirror is a fold: it MERGEs those changes into the base
+and makes the view anew with the new cursor. Folding keeps the view's share of
+the raw table small; it is not what makes a change visible. So a cycle does
+not run a mirror because its raw table moved (a run costs seconds per mirror,
+whatever it folds), only when one of these holds:
+- it has no base yet (never built, or stored as a table before mirrors had
+  one: the run makes its base and its view), or its last fold is not known
+  to this run;
+- its raw table's schema (or properties) changed since its last fold: new
+  columns reach the view only through a fold, and a view over a grown schema
+  may fail until then;
+- its raw table gained `after_commits` commits or `after_rows` rows since;
+- the run folds everything that moved (`zync run --once`).
+At most `per_cycle` mirrors fold in one cycle (0: no bound), those without a
+base first, then a changed schema, then the most commits behind: a burst over
+many tables spreads its folds over the following cycles instead of stalling
+one. Only Delta logs are read to decide (service/versions.py), counted on from
+where the last cycle stopped, so a cycle with mirrors waiting costs a log
+listing and a commit file per mirror and raw table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from service.versions import TableVersion, TableVersions
+
+if TYPE_CHECKING:  # the CLI reads this module's defaults without loading dbt
+    from service.project import ZyncModel
+
+FOLD_AFTER_COMMITS = 50
+FOLD_AFTER_ROWS = 100_000
+FOLDS_PER_CYCLE = 4
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A raw table's growth since a mirror's last fold, counted up to `until`."""
+
+    since: TableVersion
+    until: TableVersion
+    commits: int
+    rows: int | None
+    schema_changed: bool
+
+
+class FoldPolicy:
+    def __init__(self, versions: TableVersions, after_commits: int = FOLD_AFTER_COMMITS,
+                 after_rows: int = FOLD_AFTER_ROWS, per_cycle: int = FOLDS_PER_CYCLE):
+        for what, value in (("--fold-after-commits", after_commits), ("--fold-after-rows", after_rows),
+                            ("--folds-per-cycle", per_cycle)):
+            if value < 0:
+                raise ValueError(f"{what} must be 0 or more, not {value}")
+        self.versions = versions
+        self.after_commits = after_commits
+        self.after_rows = after_rows
+        self.per_cycle = per_cycle
+        self.counted: dict[tuple[str, str], Counted] = {}  # (mirror, raw table) -> its growth
+
+    def choose(self, due: dict[str, dict[str, TableVersion | None]], models: list["ZyncModel"],
+               ran_at: dict[str, dict[str, TableVersion | None]], everything: bool = False
+               ) -> dict[str, dict[str, TableVersion | None]]:
+        """`due` (model -> the raw versions it would run at) less the mirrors that need no fold yet.
+
+        Outputs are kept as they are. `ran_at`: the raw versions each model's
+        last successful run saw. everything: every due mirror folds, unbounded.
+        """
+        mirrors = {m.name: m for m in models if m.output_topic is None and m.name in due}
+        if everything:
+            return due
+        ranked: list[tuple[tuple, str]] = []
+        for name, model in mirrors.items():
+            urgency = self._urgency(model, due[name], ran_at.get(name))
+            if urgency is not None:
+                ranked.append((urgency, name))
+        ranked.sort()
+        chosen = {name for _, name in (ranked[:self.per_cycle] if self.per_cycle else ranked)}
+        return {name: seen for name, seen in due.items() if name not in mirrors or name in chosen}
+
+    def _urgency(self, model: "ZyncModel", seen: dict[str, TableVersion | None],
+                 last: dict[str, TableVersion | None] | None) -> tuple | None:
+        """How soon a mirror must fold (smaller first), or None if it need not fold yet."""
+        if self.versions.version(model.table) is None:
+            return (0, 0)  # no base: never built, or a table-style mirror to make into its base and view
+        if last is None:
+            return (1, 0)
+        commits, rows, schema_changed = 0, 0, False
+        for table, version in seen.items():
+            counted = self._count(model.name, table, last.get(table), version)
+            if counted is None:
+                return (1, 0)  # its growth cannot be read (a table made again, its log cleaned up)
+            commits += counted.commits
+            schema_changed = schema_changed or counted.schema_changed
+            rows = None if rows is None or counted.rows is None else rows + counted.rows
+        if schema_changed:
+            return (2, -commits)
+        if commits >= max(self.after_commits, 1) or (rows is not None and rows >= max(self.after_rows, 1)):
+            return (3, -commits)
+        return None
+
+    def _count(self, mirror: str, table: str, since: TableVersion | None, until: TableVersion | None) -> Counted | None:
+        """The raw table's growth from `since` (the last fold's) to `until`, read on from the last count."""
+        if since is None or until is None:
+            return None
+        known = self.counted.get((mirror, table))
+        if known is not None and known.since == since and known.until.table_id == until.table_id \
+                and known.until.version <= until.version:
+            more = self.versions.growth(table, known.until, until)
+            if more is not None:
+                rows = None if known.rows is None or more.rows is None else known.rows + more.rows
+                counted = Counted(since, until, known.commits + more.commits, rows,
+                                  known.schema_changed or more.schema_changed)
+                self.counted[(mirror, table)] = counted
+                return counted
+        growth = self.versions.growth(table, since, until)
+        if growth is None:
+            self.counted.pop((mirror, table), None)
+            return None
+        counted = self.counted[(mirror, table)] = Counted(since, until, *growth)
+        return counted

@@ -1,0 +1,75 @@
+"""Which mirrors a `zync run` cycle folds (service/folds.py), over Delta logs stood in for by a fake."""
+
+from __future__ import annotations
+
+from service.folds import FoldPolicy
+from service.project import RawInput, ZyncModel
+from service.versions import Growth, TableVersion
+
+RAW = "zync.raw_{}"
+
+
+class FakeVersions:
+    """Raw tables with commits of `rows` rows each; a schema change at some versions; bases that exist."""
+
+    def __init__(self, bases: set[str], rows: int = 10, schema_changes: dict[str, set[int]] | None = None):
+        self.bases, self.rows, self.schema_changes = bases, rows, schema_changes or {}
+        self.read: list[tuple[str, int, int]] = []  # the commit ranges read, to check they are read once
+
+    def version(self, name: str) -> TableVersion | None:
+        return TableVersion("base", 3) if name in self.bases else None
+
+    def growth(self, name, since, until):
+        if since is None or until is None or since.table_id != until.table_id:
+            return None
+        self.read.append((name, since.version, until.version))
+        versions = range(since.version + 1, until.version + 1)
+        return Growth(len(versions), self.rows * len(versions),
+                      any(v in self.schema_changes.get(name, ()) for v in versions))
+
+
+def mirror(name: str) -> ZyncModel:
+    return ZyncModel(name, f"zync.{name}", None, (RawInput(name, RAW.format(name)),))
+
+
+def at(version: int) -> TableVersion:
+    return TableVersion("raw", version)
+
+
+def test_a_mirror_folds_after_n_commits_or_m_rows_and_the_log_is_read_once():
+    models = [mirror("a"), mirror("b")]
+    versions = FakeVersions({"zync.a__base", "zync.b__base"})
+    policy = FoldPolicy(versions, after_commits=5, after_rows=1000, per_cycle=0)
+    ran_at = {"a": {RAW.format("a"): at(10)}, "b": {RAW.format("b"): at(10)}}
+    due = {"a": {RAW.format("a"): at(14)}, "b": {RAW.format("b"): at(12)}}
+    assert policy.choose(due, models, ran_at) == {}
+    due = {"a": {RAW.format("a"): at(15)}, "b": {RAW.format("b"): at(13)}}
+    assert set(policy.choose(due, models, ran_at)) == {"a"}  # 5 commits since its last fold
+    # counted on from where the last cycle stopped, not from the last fold again
+    assert [r for r in versions.read if r[0] == RAW.format("a")] == [(RAW.format("a"), 10, 14), (RAW.format("a"), 14, 15)]
+    versions.rows = 600  # b: two big commits more
+    assert set(policy.choose({"b": {RAW.format("b"): at(15)}}, models, ran_at)) == {"b"}
+
+
+def test_a_mirror_without_a_base_or_whose_raw_schema_changed_folds_at_once_first_and_bounded():
+    models = [mirror(n) for n in "abcd"]
+    versions = FakeVersions({"zync.b__base", "zync.c__base", "zync.d__base"}, schema_changes={RAW.format("c"): {12}})
+    policy = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=2)
+    ran_at = {n: {RAW.format(n): at(10)} for n in "bcd"}
+    due = {"a": {RAW.format("a"): at(1)}, "b": {RAW.format("b"): at(11)}, "c": {RAW.format("c"): at(12)},
+           "d": {RAW.format("d"): at(20)}}
+    # a has no base (never built, or a table-style mirror), c's raw table has a new schema; d is due too,
+    # but only two fold per cycle: d waits for the next
+    assert set(policy.choose(due, models, ran_at)) == {"a", "c"}
+    ran_at.update({"a": due["a"], "c": due["c"]})
+    versions.bases.add("zync.a__base")
+    assert set(policy.choose({"b": due["b"], "d": due["d"]}, models, ran_at)) == {"d"}
+    # --once: everything that moved, unbounded
+    assert policy.choose(due, models, ran_at, everything=True) == due
+
+
+def test_outputs_are_never_held_back():
+    output = ZyncModel("out", "zync.out", "Out", (RawInput("a", RAW.format("a")),))
+    policy = FoldPolicy(FakeVersions(set()), per_cycle=1)
+    due = {"out": {RAW.format("a"): at(2)}}
+    assert policy.choose(due, [output], {"out": {RAW.format("a"): at(1)}}) == due
