@@ -226,8 +226,7 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
         if topics is None:
             raise TransformError(patterns[0].where, "a mirror entry with `topics:` needs the broker's topic list, "
                                  "which this compile was not given")
-        mirror_files = mirrors.expand_patterns(
-            mirror_files, set(topics()) | mirrors.previous_pattern_topics(project_root))
+        mirror_files = mirrors.expand_project_patterns(mirror_files, topics(), project_root)
     transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
     generated_models = {t.model for t in transforms} | {m.model for f in mirror_files for m in f.mirrors}
     checked: dict[Path, CheckedTransform] = {}

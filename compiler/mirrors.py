@@ -462,6 +462,12 @@ def render_properties(mirror: Mirror, source: Path) -> str:
     return _yaml({"version": 2, "models": [model]}, GENERATED.format(source=source))
 
 
+def expand_project_patterns(files: list[MirrorFile], broker_topics: Iterable[str], project_root: Path) -> list[MirrorFile]:
+    """expand_patterns over the broker's topics and the topics earlier compiles mirrored
+    (previous_pattern_topics): what a compile, `zync run` and `zync etl status` all expand over."""
+    return expand_patterns(files, set(broker_topics) | previous_pattern_topics(project_root))
+
+
 def previous_pattern_topics(project_root: Path) -> set[str]:
     """The topics earlier compiles generated a pattern entry's mirror for (their properties' meta).
 

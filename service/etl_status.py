@@ -22,7 +22,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException, TopicPartition
 from pyspark.sql import functions as F
 
-from compiler.mirrors import MirrorFile, expand_patterns, is_mirror_file, load_mirrors, previous_pattern_topics
+from compiler.mirrors import MirrorFile, expand_project_patterns, is_mirror_file, load_mirrors
 from compiler.spec import load_transform
 from zync import kafka_client
 from service.failures import Failures, failures_file
@@ -272,8 +272,9 @@ def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[Trans
     loaded = [load_mirrors(p) if is_mirror_file(p) else load_transform(p) for p in paths]
     mirror_files = [f for f in loaded if isinstance(f, MirrorFile)]
     if any(f.patterns for f in mirror_files):
-        topics = (kafka_client.topic_names(target) if kafka else set()) | previous_pattern_topics(project_dir())
-        expanded = dict(zip([f.path for f in mirror_files], expand_patterns(mirror_files, topics)))
+        topics = kafka_client.topic_names(target) if kafka else set()
+        expanded = dict(zip([f.path for f in mirror_files],
+                            expand_project_patterns(mirror_files, topics, project_dir())))
         loaded = [expanded.get(item.path, item) if isinstance(item, MirrorFile) else item for item in loaded]
     spark = spark_session(target)
     # Parsed only when an output table is there to count pending records for; dbt runs on this process's Spark.
@@ -371,7 +372,7 @@ def render(statuses: list[TransformStatus | MirrorStatus]) -> str:
 
 def render_failures(root: Path, target_name: str, now: float | None = None) -> str:
     """What a `zync run` of this project and target is failing at now (service/failures.py), or ''."""
-    failures = Failures(failures_file(root, target_name))
+    failures = Failures.read(failures_file(root, target_name))
     if not failures:
         return ""
     now = time.time() if now is None else now

@@ -36,12 +36,25 @@ class Failures(dict[str, Failure]):
     def __init__(self, path: Path):
         super().__init__()
         self.path = path
+
+    @classmethod
+    def read(cls, path: Path) -> Failures:
+        """What the run writing `path` is failing at now (none if it never wrote it)."""
+        failures = cls(path)
         try:
             stored = json.loads(path.read_text())
         except (FileNotFoundError, ValueError):
             stored = {}
         for key, fields in stored.items():
-            self[key] = Failure(**fields)
+            failures[key] = Failure(**fields)
+        return failures
+
+    @classmethod
+    def start(cls, path: Path) -> Failures:
+        """A run's record, empty: a restart tries every table again, so what an earlier run failed at goes."""
+        failures = cls(path)
+        failures.save()
+        return failures
 
     def failed(self, stage: str, what: str, error: str) -> None:
         key = f"{stage}:{what}"

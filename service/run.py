@@ -237,9 +237,7 @@ class Service:
         self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
         self.backoff: dict[str, Backoff] = {}
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
-        self.failures = Failures(failures_file(self.project.root, target.name))
-        self.failures.clear()
-        self.failures.save()
+        self.failures = Failures.start(failures_file(self.project.root, target.name))
         self.stopping = threading.Event()
         logging.getLogger().addFilter(self._quiet_dead_engine)
 
