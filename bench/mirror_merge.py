@@ -49,6 +49,9 @@ os.environ.setdefault("ZYNC_CATALOG_PORT", os.environ.get("BENCH_CATALOG_PORT", 
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 sys.path.insert(0, str(ROOT))
 
+from service.project import MIRROR_BASE_SUFFIX  # noqa: E402 - after the path
+from testkit.scratch import drop_relation  # noqa: E402
+
 TOPIC = "BenchAccounts"
 AFTER_TYPE = "struct<ID:bigint,name:string,balance:bigint,city:string>"
 # Bijections of 0..n-1 (multipliers coprime with n) spread keys and offsets without a shuffle.
@@ -181,7 +184,7 @@ class Bench:
     def reset_mirror(self, rows: int) -> None:
         """The mirror back to its snapshot build (version 0); the RESTORE carries version 0's cursor, as the
         build did, so that the run reads it from the newest commit however long the history has grown."""
-        mirror = mirror_name(rows)
+        mirror = mirror_name(rows) + MIRROR_BASE_SUFFIX  # what a mirror's run folds into (its name is a view)
         if self.history(mirror).first()["version"] == 0:
             return
         built = self.spark.sql(f"describe history zync.{mirror}").where("version = 0").first()["userMetadata"]
@@ -199,7 +202,7 @@ class Bench:
         fresh = not (reuse and raw in tables and mirror in tables
                      and self.spark.sql(f"select count(*) from zync.{raw} version as of 0").first()[0] == rows)
         if fresh:
-            self.spark.sql(f"drop table if exists zync.{mirror}")
+            drop_relation(self.spark, f"zync.{mirror}")
             write_snapshot(self.spark, rows)
             self.zync_run(mirror)  # first run: built from the snapshot (version 0)
         else:
@@ -238,7 +241,7 @@ class Bench:
                 else:
                     seconds = self.dbt("run", "--select", mirror, "--vars", "{zync_mirror_key_filter_rows: 0}")
                 statements = self.clock.take()
-                merge = self.history(mirror).first()
+                merge = self.history(mirror + MIRROR_BASE_SUFFIX).first()
                 metrics = dict(merge["operationMetrics"] or {})
                 runs[design].append(round(seconds, 2))
                 profiles[design].append({
