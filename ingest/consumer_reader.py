@@ -69,7 +69,9 @@ class ConsumerReader:
                 if self.progress.live and now - lag_at >= LAG_REFRESH_S:
                     lag_at = now
                     self._refresh_lag(consumer, assignment)
-                if not polled:
+                if not polled or (exit_after == 0 and caught_up.caught_up):
+                    # exit_after 0 (zync run's cycle): done once what the run started with is read,
+                    # also while new messages keep arriving (they are the next cycle's).
                     self.committer.commit_all()
                     if caught_up.done(exit_after):
                         break

@@ -52,6 +52,10 @@ class SparkReader:
 
         A batch is read when it is full, when no new message arrived since the last look
         (nothing to wait for), or --max-interval after its first message was seen.
+        exit_after 0 (zync run's cycle) reads what the topics held when the run started, at
+        once, and returns: under a steady stream there is always a new message, so waiting
+        for a quiet look, or for the marks to stop moving, would keep the cycle's other
+        stages waiting for as long as the stream lasts.
         """
         watcher = kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.states)}")
         try:
@@ -60,6 +64,7 @@ class SparkReader:
                                   if high > max(self.states[t].read_offsets.get(p, 0), lows[p])})
             seen_high = {t: highs for t, (_, highs) in marks.items()}
             waiting_since: dict[str, float] = {}
+            up_to_start = exit_after == 0
             while True:
                 now, worked = time.monotonic(), False
                 for topic, (low, high) in marks.items():
@@ -72,7 +77,8 @@ class SparkReader:
                         continue
                     first_seen = waiting_since.setdefault(topic, now)
                     full = sum(e - s for s, e in ranges.values()) >= self.batch_size
-                    if not (full or high == seen_high.get(topic) or now - first_seen >= self.max_interval):
+                    if not (full or up_to_start or high == seen_high.get(topic)
+                            or now - first_seen >= self.max_interval):
                         continue
                     self._batch(state, ranges)
                     waiting_since.pop(topic, None)
@@ -81,6 +87,10 @@ class SparkReader:
                     for p, (_, end) in ranges.items():
                         caught_up.read_to(topic, p, end)
                 self.progress.read(0)
+                if up_to_start and caught_up.caught_up:
+                    return
+                if up_to_start and worked:
+                    continue  # the start's marks stay the bound: what came since is the next cycle's
                 if not worked:
                     if caught_up.done(exit_after):
                         return

@@ -1,0 +1,53 @@
+"""A `zync run` cycle's ingest (exit_after 0) reads what its topic held when it started and returns,
+also while a producer keeps writing: what arrives meanwhile is the next cycle's. Under a steady
+stream there is always a new message, so a reader waiting for a quiet look kept the cycle's other
+stages (dbt, egress) waiting for as long as the stream lasted."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from ingest.from_kafka import Ingest, ingest_progress
+from tests.ingest.conftest import unique
+from tests.ingest.schemas import KEY, ROW_V1, envelope, event
+
+BACKLOG = 200
+STREAM_S = 60.0  # far longer than a cycle's ingest of the backlog takes
+
+
+def _rows(start: int, n: int) -> list[tuple[dict, dict]]:
+    return [({"id": i}, event("c", {"id": i, "name": f"item {i}", "qty": i})) for i in range(start, start + n)]
+
+
+@pytest.mark.parametrize("reader", ["spark", "python"])
+def test_a_cycles_ingest_returns_under_a_steady_stream(producer, target, reader):
+    topic = producer.topic(unique(f"steady_{reader}"))
+    producer.send(topic, KEY, envelope(ROW_V1), _rows(0, BACKLOG))
+    stop = threading.Event()
+
+    def stream() -> None:  # a few messages a second, each flushed, for STREAM_S at most
+        sent, end = BACKLOG, time.monotonic() + STREAM_S
+        while not stop.is_set() and time.monotonic() < end:
+            producer.send(topic, KEY, envelope(ROW_V1), _rows(sent, 2))
+            sent += 2
+            time.sleep(0.05)
+
+    streaming = threading.Thread(target=stream, daemon=True)
+    streaming.start()
+    try:
+        time.sleep(1.0)  # the stream is flowing before the cycle starts
+        job = Ingest(target, [topic], reader=reader, progress=ingest_progress(live=False, stream=sys.stderr))
+        started = time.monotonic()
+        first = job.run(exit_after=0.0)
+        took = time.monotonic() - started
+        assert took < STREAM_S / 2, f"the cycle's ingest took {took:.0f} s: it followed the stream"
+        assert first >= BACKLOG  # at least what the topic held at the start
+        second = job.run(exit_after=0.0)  # the next cycle takes what came since, and returns too
+        assert second > 0 and time.monotonic() - started < STREAM_S  # the stream was still on
+    finally:
+        stop.set()
+        streaming.join()
