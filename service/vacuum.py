@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from zync.spark import session_conf
 
 DEFAULT_VACUUM_RETENTION_S = 7 * 24 * 3600.0
+LISTING_TASKS = 4
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,11 @@ class Vacuum:
 
 def vacuum_settings() -> dict[str, str]:
     return {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
-            "spark.databricks.delta.vacuum.logging.enabled": "false"}
+            "spark.databricks.delta.vacuum.logging.enabled": "false",
+            # VACUUM lists the table's folder in this many Spark tasks (Spark's default, 10,000, is for
+            # tables of millions of files on a cluster: here it made one VACUUM of a small table ~10,000
+            # tasks and minutes; a table's folder is listed in seconds by a few).
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(LISTING_TASKS)}
 
 
 def vacuum(spark, table: str, retention_s: float) -> Vacuum:
