@@ -137,6 +137,9 @@ def cmd_etl_status(args: argparse.Namespace) -> None:
     failing = etl_status.render_failures(root, target.name)
     if failing:
         print("\n" + failing, end="")
+    freshness = etl_status.render_freshness(root, target.name)
+    if freshness:
+        print("\n" + freshness, end="")
 
 
 def parser() -> argparse.ArgumentParser:

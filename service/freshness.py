@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+
+from service.project import TARGET_PATH
 
 SOURCE_TS = ("value", "source", "ts_ms")  # Debezium's envelope: the source database's commit time (ms)
 KAFKA_TS = ("kafka", "timestamp")  # the raw table's own column: Kafka's record timestamp
@@ -193,3 +197,22 @@ def spread(observed: Observed, bounds: tuple[float, ...]) -> list[int]:
         # values low + i*step for i in 0..n-1; those <= bound: i <= (bound - low) / step
         counts.append(0 if bound < low else min(n, int((bound - low) / step + 1e-9) + 1))
     return counts
+
+
+def freshness_file(root: Path, target_name: str) -> Path:
+    """Where a running `zync run` keeps its models' freshness for `zync etl status` (written every few seconds)."""
+    return root / TARGET_PATH / f"freshness-{target_name}.json"
+
+
+def write_freshness(path: Path, models: dict[str, dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps({"as_of": time.time(), "models": models}, indent=1))
+    partial.replace(path)
+
+
+def read_freshness(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

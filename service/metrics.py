@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from service.freshness import ModelFreshness, Observed, read_commit, spread
+from service.freshness import ModelFreshness, Observed, read_commit, spread, write_freshness
 from service.versions import TableVersion, TableVersions
 
 # Seconds from a change's source commit to applied: a warm cycle is seconds, a backlog minutes to hours.
@@ -370,23 +370,3 @@ def _or_new(since: TableVersion | None, until: TableVersion | None) -> TableVers
     if since is None and until is not None:
         return TableVersion(until.table_id, -1)
     return since
-
-
-def freshness_file(root: Path, target_name: str) -> Path:
-    from service.project import TARGET_PATH
-
-    return root / TARGET_PATH / f"freshness-{target_name}.json"
-
-
-def write_freshness(path: Path, models: dict[str, dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps({"as_of": time.time(), "models": models}, indent=1))
-    partial.replace(path)
-
-
-def read_freshness(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None

@@ -8,6 +8,7 @@ the first is still on its way (so the topic's lag shows while a cycle runs):
   is a plausible number of seconds, and each model's "behind" time rises while
   a batch is on its way and is back at 0 once drained;
 - lag: the topic's messages past its raw table rise, then settle at 0;
+- the same figures in the file `zync etl status` shows them from;
 - runs, rows, records, files, compactions, vacuums and the engine's figures;
 - /healthz: 200 while it cycles; 503 naming the hung cycle while the Spark
   JVM is stopped (SIGSTOP) past --stale-after, 200 again once it runs on;
@@ -28,6 +29,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from service.etl_status import render_freshness
+from service.freshness import freshness_file, read_freshness
 from testkit.harness import RunProcess, engine_pid, wait_until
 from testkit.invoices import DEMO, SCHEMA, InvoicesProject, invoices_project
 from testkit.prometheus import Prometheus
@@ -96,6 +99,12 @@ def test_prometheus_scrapes_freshness_and_lag_health_and_vacuum(target, spark, p
         assert 0 <= prometheus.value(f"zync_model_freshness_newest_seconds{{{mir}}}") < newest
         p50 = prometheus.value(f"histogram_quantile(0.5, zync_model_freshness_seconds_bucket{{{out}}})")
         assert 0 < p50 < 300
+        # What `zync etl status` shows of it (service/etl_status.py render_freshness).
+        freshness = freshness_file(project.path, "local")
+        wait_until(lambda: (read_freshness(freshness) or {}).get("models", {}).get(output, {}).get("behind_seconds")
+                   == 0, "the freshness file", run, timeout=30)
+        assert read_freshness(freshness)["models"][output]["newest_seconds"] > 0
+        assert "newest change" in render_freshness(project.path, "local")
         # Runs, rows, what egress published, the tables, the cycles, the engine.
         assert prometheus.value(f"zync_model_runs_total{{{out}}}") >= 2
         assert prometheus.value(f"zync_model_failures_total{{{out}}}") in (None, 0)

@@ -11,7 +11,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.freshness import IngestedFile, ModelFreshness, Observed, read_commit, source_times, spread
+from service.etl_status import render_freshness
+from service.freshness import (IngestedFile, ModelFreshness, Observed, freshness_file, read_commit, source_times, spread,
+                               write_freshness)
 from service.health import Health, tcp_check
 from service.http_server import DEFAULT_PORT, parse_address, serve
 from service.metrics import SpreadHistogram
@@ -163,3 +165,14 @@ def test_sd_notify_ready_after_a_healthy_cycle_then_watchdog_pings(tmp_path):
         while systemd.recv(100) != b"STOPPING=1":  # pings sent before it, if any
             pass
     assert not notify("READY=1", {})  # not under systemd
+
+
+def test_etl_status_shows_each_models_freshness_from_the_runs_file(tmp_path):
+    assert render_freshness(tmp_path, "local") == ""  # no zync run wrote one
+    write_freshness(freshness_file(tmp_path, "local"), {
+        "new_invoices": {"kind": "output", "newest_seconds": 8.25, "applied_at": 1000.0, "behind_seconds": 0.0},
+        "invoices_mirror": {"kind": "mirror", "newest_seconds": None, "applied_at": None, "behind_seconds": 75.2}})
+    lines = render_freshness(tmp_path, "local", now=1030.0).splitlines()
+    assert lines[1].split() == ["model", "kind", "newest", "change", "applied", "behind"]
+    assert lines[2].split() == ["new_invoices", "output", "8.2s", "30s", "ago", "0s"]
+    assert lines[3].split() == ["invoices_mirror", "mirror", "-", "-", "1m", "15s"]
