@@ -234,7 +234,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.run_, self.tables, self.port, self.every = run, tables, port, every
         self.samples: list[Sample] = []
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def sample(self) -> Sample:
         from testkit.harness import engine_pid
@@ -258,11 +258,11 @@ class Sampler(threading.Thread):
                       live, disk_files, disk_bytes, None if busy is None else int(busy))
 
     def run(self) -> None:
-        while not self._stop.wait(self.every):
+        while not self._stopping.wait(self.every):
             self.samples.append(self.sample())
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join(30)
         self.samples.append(self.sample())
 
