@@ -363,10 +363,12 @@ def soak(target, spec: Soak) -> dict:
             time.sleep(1)
         report["drained_after_s"] = round(time.time() - end, 1)
     finally:
-        if sampler.is_alive():
-            sampler.stop()
-        consumer.stop()
-        report["memory_peak"] = run.stop()
+        try:
+            if sampler.is_alive():
+                sampler.stop()
+            consumer.stop()
+        finally:  # never leave the service running
+            report["memory_peak"] = run.stop()
     lines = run.lines()
     output = [(producer.produced_at[s], consumer.arrived.get(s)) for s in producer.produced_at if s not in skip]
     see_invoice = visibility(invoice_log.commits())
