@@ -490,6 +490,7 @@ class Service:
                 due[model.name] = seen
         due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
         if not due or self.stopping.is_set():
+            self._pending_rows(current)  # a mirror's raw table moved, its fold not due yet
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
                           if m.name in due and m.output_topic is not None}
