@@ -57,9 +57,9 @@ from service.compaction import COMPACT_AFTER_COMMITS, compact, compaction_state
 from service.discovery import TopicDiscovery
 from service.failures import Failures, failures_file
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
+from service.freshness import freshness_file
 from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
-from service.freshness import freshness_file
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
