@@ -13,7 +13,12 @@ look at the broker's topics every few seconds when a mirror entry names
    published (by this run's dbt or anyone's) is published (the to-kafka job).
 4. compaction: every table (raw, output, mirror base) that has had --compact-after
    commits since its last compaction gets its small files compacted
-   (service/compaction.py: Delta's OPTIMIZE, no row changed).
+   (service/compaction.py: Delta's OPTIMIZE, no row changed), and the tables whose
+   compactions' removed files are older than --vacuum-retention are vacuumed
+   (service/vacuum.py).
+Each stage tells service/metrics.py what it did (Prometheus' /metrics, with
+/healthz beside it: service/http_server.py, service/health.py; systemd's
+watchdog: service/watchdog.py), from what it computed anyway.
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
 versions, and nothing else: no query, no MERGE, no commit.
 
