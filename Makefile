@@ -6,9 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: setup demo demo-postgres demo-database test jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
+.PHONY: prometheus setup demo demo-postgres demo-database test jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
 
-setup: venv jars postgres class-archive
+setup: venv jars postgres class-archive prometheus
 
 # PostgreSQL for Debezium (`zync up --connect`, tests/debezium): Debian's
 # `postgresql` package, installed only when no server binary is there (a
@@ -22,6 +22,22 @@ ifeq ($(PG_SERVER),)
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null
 	@test -n "$$(ls /usr/lib/postgresql/*/bin/postgres 2>/dev/null)" || { echo "installing postgresql gave no /usr/lib/postgresql/*/bin/postgres" >&2; exit 1; }
 endif
+
+# The Prometheus server the metrics test scrapes `zync run` with (tests/service/test_metrics.py):
+# Debian's package at a pinned version, unpacked into .local/prometheus (no root needed, nothing
+# installed system-wide). apt-get download needs the package lists: as root it updates them
+# when the first try fails; otherwise it says what to run.
+PROMETHEUS_DEB := 2.42.0+ds-5+deb12u1
+prometheus: $(LOCAL)/prometheus/.installed
+$(LOCAL)/prometheus/.installed: Makefile
+	rm -rf $(LOCAL)/prometheus && mkdir -p $(LOCAL)/prometheus/deb
+	cd $(LOCAL)/prometheus/deb && { apt-get download -qq prometheus=$(PROMETHEUS_DEB) 2>/dev/null || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get download -qq prometheus=$(PROMETHEUS_DEB); else \
+	    echo "cannot download Debian's prometheus $(PROMETHEUS_DEB): run 'apt-get update' as root, then make again" >&2; false; fi; }; }
+	dpkg -x $(LOCAL)/prometheus/deb/prometheus_*.deb $(LOCAL)/prometheus
+	rm -rf $(LOCAL)/prometheus/deb
+	$(LOCAL)/prometheus/usr/bin/prometheus --version | head -1
+	touch $@
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml

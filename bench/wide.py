@@ -451,14 +451,14 @@ def zync(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 class ZyncRun:
     """One `zync run` process of the project, as a user starts it; its log in a file, its memory watched."""
 
-    def __init__(self, project: Path, log: Path, threads: int | None = None):
+    def __init__(self, project: Path, log: Path, threads: int | None = None, options: tuple[str, ...] = ()):
         from bench.rss import PeakRss
 
         self.log = log
         self.out = log.open("w")
         self.started = time.time()
         more = ["--threads", str(threads)] if threads else []
-        self.process = subprocess.Popen([str(BIN / "zync"), "run", "--interval", "1s", *more], cwd=project,
+        self.process = subprocess.Popen([str(BIN / "zync"), "run", "--interval", "1s", *more, *options], cwd=project,
                                         env={**os.environ, "ZYNC_PROJECT_DIR": str(project)},
                                         stdout=self.out, stderr=subprocess.STDOUT)
         self.rss = PeakRss(self.process.pid)

@@ -14,7 +14,10 @@ from pathlib import Path
 
 from service.compaction import COMPACT_AFTER_COMMITS
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE
+from service.health import DEFAULT_STALE_AFTER_S
+from service.http_server import DEFAULT_ADDRESS
 from service.threads import DEFAULT_THREADS
+from service.vacuum import DEFAULT_VACUUM_RETENTION_S
 from zync.config import Target, load_target, project_dir
 from zync.durations import parse_duration
 from zync.errors import ZyncError
@@ -100,7 +103,10 @@ def cmd_run(args: argparse.Namespace) -> None:
 
     with Service(_target(args), select=args.select, interval=args.interval, threads=args.threads,
                  compact_after=args.compact_after, fold_after_commits=args.fold_after_commits,
-                 fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle) as service:
+                 fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle,
+                 # A scheduler's single cycle serves nothing unless asked to.
+                 metrics=args.metrics if args.metrics or not args.once else "off", stale_after=args.stale_after,
+                 vacuum_retention=args.vacuum_retention) as service:
         code = service.run(once=args.once)
     if code:
         raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
@@ -131,6 +137,9 @@ def cmd_etl_status(args: argparse.Namespace) -> None:
     failing = etl_status.render_failures(root, target.name)
     if failing:
         print("\n" + failing, end="")
+    freshness = etl_status.render_freshness(root, target.name)
+    if freshness:
+        print("\n" + freshness, end="")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -194,6 +203,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--folds-per-cycle", type=int, default=FOLDS_PER_CYCLE, metavar="N",
                    help=f"fold at most N mirrors in one cycle (default {FOLDS_PER_CYCLE}; 0: no bound); "
                         "--once folds every mirror whose raw table moved")
+    p.add_argument("--metrics", metavar="ADDR", default=None,
+                   help=f"serve Prometheus metrics at http://ADDR/metrics and health at /healthz: HOST:PORT, PORT "
+                        f"or HOST (default {DEFAULT_ADDRESS}; if that port is taken the run goes on without them); "
+                        "'off': none")
+    p.add_argument("--stale-after", type=parse_duration, default=DEFAULT_STALE_AFTER_S, metavar="DUR",
+                   help=f"/healthz and systemd's watchdog report the run unhealthy once no cycle has ended for DUR "
+                        f"(default {DEFAULT_STALE_AFTER_S / 60:.0f}m: longer than your longest cycle)")
+    p.add_argument("--vacuum-retention", type=parse_duration, default=DEFAULT_VACUUM_RETENTION_S, metavar="DUR",
+                   help="VACUUM each table it compacts once the files a compaction removed are DUR old, keeping "
+                        f"time travel within DUR (default {DEFAULT_VACUUM_RETENTION_S / 86400:.0f}d, Delta's own)")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

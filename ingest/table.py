@@ -35,6 +35,9 @@ TXN_APP_ID = "zync-from-kafka"
 # compute statistics on the first 32 leaf fields, mostly a Debezium `before` image no
 # one filters on, and that costs about a third of an ingest batch's write.
 STATS_COLUMNS = ("kafka", "key")
+# And Debezium's source commit time, when the records carry it: `zync run` reads each ingested file's
+# oldest and newest from the Delta log to tell how fresh its tables are (service/freshness.py).
+SOURCE_TIME_COLUMN = ("value", "source", "ts_ms")
 _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
 # How the raw table's Parquet files are encoded, set for its writes only (session settings: Delta
 # passes a writer's own options to Parquet for the codec alone). Dictionary encoding of the many
@@ -73,6 +76,15 @@ class ResumeState:
     value_type: T.DataType
     key_schema_id: int | None = None  # the writer schemas of the last row (for error messages)
     value_schema_id: int | None = None
+
+
+def _has_field(schema: T.StructType, path: tuple[str, ...]) -> bool:
+    """Whether `schema` has the nested field `path` (through structs only)."""
+    for name in path:
+        if not isinstance(schema, T.StructType) or name not in schema.names:
+            return False
+        schema = schema[name].dataType
+    return True
 
 
 def _quote(name: str) -> str:
@@ -153,7 +165,8 @@ class RawTable:
         TABLE AS SELECT) ignores the writer's userMetadata option, but not the session's.
         """
         return self._session_conf({
-            _STATS_DEFAULT: ",".join(c for c in STATS_COLUMNS if c in schema.names),
+            _STATS_DEFAULT: ",".join([c for c in STATS_COLUMNS if c in schema.names]
+                                     + ([".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else [])),
             _USER_METADATA: marker,
         })
 

@@ -62,6 +62,19 @@ def compaction_settings() -> dict[str, str]:
     }
 
 
+def compaction_state(spark, table: str, limit: int) -> tuple[int, float | None]:
+    """(commits since the table's last OPTIMIZE, counting at most `limit`; its time in epoch seconds, if seen).
+
+    One read of the newest `limit` entries of the table's history, as commits_since_compaction.
+    """
+    count = 0
+    for row in spark.sql(f"describe history {table} limit {int(limit)}").select("operation", "timestamp").collect():
+        if row["operation"] == OPTIMIZE:
+            return count, row["timestamp"].timestamp()
+        count += 1
+    return count, None
+
+
 def commits_since_compaction(spark, table: str, limit: int) -> int:
     """How many commits the table has had since its last OPTIMIZE, counting at most `limit`.
 

@@ -26,6 +26,7 @@ from compiler.mirrors import MirrorFile, expand_project_patterns, is_mirror_file
 from compiler.spec import load_transform
 from zync import kafka_client
 from service.failures import Failures, failures_file
+from service.freshness import freshness_file, read_freshness
 from service.project import MIRROR_BASE_SUFFIX, DbtProject
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
@@ -380,3 +381,20 @@ def render_failures(root: Path, target_name: str, now: float | None = None) -> s
             for f in failures.values()]
     return "\n".join(["failing in zync run (the other tables go on; retried with backoff up to a minute):",
                       *_table(["stage", "of", "failing", "last error"], rows), ""])
+
+
+def render_freshness(root: Path, target_name: str, now: float | None = None) -> str:
+    """Each model's freshness as the running `zync run` of this project and target last wrote it, or ''."""
+    found = read_freshness(freshness_file(root, target_name))
+    if not found or not found.get("models"):
+        return ""
+    now = time.time() if now is None else now
+    rows = []
+    for model, figures in found["models"].items():
+        newest = figures.get("newest_seconds")
+        applied = figures.get("applied_at")
+        rows.append([model, figures.get("kind", "-"), "-" if newest is None else f"{newest:.1f}s",
+                     "-" if applied is None else f"{_age(now - applied)} ago", _age(figures.get("behind_seconds"))])
+    return "\n".join([f"freshness (zync run, as of {_age(now - found['as_of'])} ago): seconds from a change's "
+                      "source commit to applied (mirror: queryable; output: published)",
+                      *_table(["model", "kind", "newest change", "applied", "behind"], rows), ""])

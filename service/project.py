@@ -75,6 +75,7 @@ class ModelRun:
     name: str
     ok: bool
     message: str
+    seconds: float = 0.0  # dbt's execution time of the model
 
 
 def fingerprint(root: Path) -> tuple[tuple[str, int, int], ...]:
@@ -179,7 +180,8 @@ class DbtProject:
             reason = result.exception or result.result or "no model ran"
             return [ModelRun(name, False, str(reason)) for name in names]
         # The results also hold the project's on-run-end hooks (macros/etl/pending/zync_cache_pending.sql's clean-up).
-        ended = [ModelRun(r.node.name, str(r.status) == "success", r.message or "") for r in runs
+        ended = [ModelRun(r.node.name, str(r.status) == "success", r.message or "", float(r.execution_time or 0.0))
+                 for r in runs
                  if r.node.resource_type == "model"]
         missing = set(names) - {r.name for r in ended}
         return ended + [ModelRun(name, False, "dbt did not run it") for name in sorted(missing)]

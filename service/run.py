@@ -13,7 +13,12 @@ look at the broker's topics every few seconds when a mirror entry names
    published (by this run's dbt or anyone's) is published (the to-kafka job).
 4. compaction: every table (raw, output, mirror base) that has had --compact-after
    commits since its last compaction gets its small files compacted
-   (service/compaction.py: Delta's OPTIMIZE, no row changed).
+   (service/compaction.py: Delta's OPTIMIZE, no row changed), and the tables whose
+   compactions' removed files are older than --vacuum-retention are vacuumed
+   (service/vacuum.py).
+Each stage tells service/metrics.py what it did (Prometheus' /metrics, with
+/healthz beside it: service/http_server.py, service/health.py; systemd's
+watchdog: service/watchdog.py), from what it computed anyway.
 A cycle with nothing new reads Kafka's watermarks and the tables' Delta log
 versions, and nothing else: no query, no MERGE, no commit.
 
@@ -53,14 +58,20 @@ from pathlib import Path
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import PARQUET_SETTINGS
-from service.compaction import COMPACT_AFTER_COMMITS, commits_since_compaction, compact
+from service.compaction import COMPACT_AFTER_COMMITS, compact, compaction_state
 from service.discovery import TopicDiscovery
 from service.failures import Failures, failures_file
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
+from service.freshness import freshness_file
+from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
+from service.http_server import DEFAULT_ADDRESS, parse_address, serve
+from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.status import RunStatus, StageReport
 from service.threads import DEFAULT_THREADS
+from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
+from service.watchdog import Watchdog
 from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
@@ -198,7 +209,8 @@ class Service:
                  status: RunStatus | None = None, root: Path | None = None,
                  compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS,
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
-                 folds_per_cycle: int = FOLDS_PER_CYCLE):
+                 folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
+                 stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S):
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -240,6 +252,69 @@ class Service:
         self.failures = Failures.start(failures_file(self.project.root, target.name))
         self.stopping = threading.Event()
         logging.getLogger().addFilter(self._quiet_dead_engine)
+        try:
+            self.vacuums = VacuumSchedule(vacuum_retention)
+            self.health = Health(self._engine_problem, lambda: tcp_check(target.catalog_address),
+                                 self._broker_problem, stale_after)
+        except ValueError as e:
+            raise ZyncError(str(e)) from None
+        self.watchdog = Watchdog(self.health)
+        self.metrics = Metrics(self.versions, freshness_file(self.project.root, target.name))
+        self.metrics.engine(self.spark, lambda: engine_exit_status(self.spark) is None, self._engine_pid)
+        self.metrics.lag_source(self._refresh_lags)
+        self._health_admin = self._lag_watcher = self._lag_admin = None
+        self.http = None
+        self._serve(metrics)
+
+    # --- metrics and health (service/metrics.py, service/health.py) --------------
+
+    def _serve(self, metrics: str | None) -> None:
+        """Serve /metrics and /healthz at --metrics ADDR (default DEFAULT_ADDRESS; `off`: none)."""
+        address = parse_address(metrics or DEFAULT_ADDRESS)
+        if address is None:
+            return
+        try:
+            self.http = serve(address, self.metrics.registry, self.health)
+        except OSError as e:
+            if metrics is not None:
+                raise ZyncError(f"--metrics {metrics}: cannot serve there: {e}") from None
+            # The default address: a second `zync run` on the machine (disjoint --select) must still start.
+            self.status.note(f"metrics and /healthz are off: {address[0]}:{address[1]} cannot be served ({e}); "
+                             "give this run --metrics HOST:PORT of its own", metrics="off")
+            return
+        self.status.note(f"metrics at http://{address[0]}:{address[1]}/metrics, health at /healthz",
+                         metrics=f"{address[0]}:{address[1]}")
+
+    def _engine_pid(self) -> int | None:
+        process = getattr(self.spark.sparkContext._gateway, "proc", None)
+        return None if process is None else process.pid
+
+    def _engine_problem(self) -> str | None:
+        died = self._engine_died()
+        return None if died is None else str(died)
+
+    def _broker_problem(self) -> str:
+        # A client of its own: the health check runs on the HTTP server's and the watchdog's threads.
+        if self._health_admin is None:
+            self._health_admin = kafka_client.admin(self.target)
+        self._health_admin.list_topics(timeout=2.0)
+        return "ok"
+
+    def _lag_counts(self, marks: kafka_client.Watermarks) -> dict[str, int]:
+        """Messages each input topic holds past what its ingest committed (every topic, 0 when none)."""
+        counts = {raw.topic: 0 for raw in self.inputs()}
+        for job in list(self.ingests.values()):
+            for (topic, _), waiting in job.waiting(self.watcher, marks).items():
+                counts[topic] = counts.get(topic, 0) + waiting
+        return counts
+
+    def _refresh_lags(self) -> None:
+        """The topics' lag, asked when Prometheus scrapes (a long cycle polls none); its own Kafka clients."""
+        if self._lag_watcher is None:
+            self._lag_watcher = kafka_client.consumer(self.target, group="zync-run-metrics")
+            self._lag_admin = kafka_client.admin(self.target)
+        marks = kafka_client.watermarks(self._lag_watcher, self._lag_admin, {i.topic for i in self.inputs()})
+        self.metrics.lags(self._lag_counts(marks))
 
     def _quiet_dead_engine(self, record: logging.LogRecord) -> bool:
         """Drop py4j's traceback (root logger) for each call that met a dead JVM: EngineDiedError says it once."""
@@ -296,6 +371,9 @@ class Service:
         if [m.name for m in models] != [m.name for m in self.models]:
             self.status.note("models: " + ", ".join(f"{m.name} ({m.kind})" for m in models))
         self.models = models
+        self.metrics.models(models)
+        for table in sorted({i.table for m in models for i in m.inputs} | {m.table for m in models}):
+            self.metrics.table_seen(table)
 
     def inputs(self) -> list[RawInput]:
         return sorted({i for m in self.models for i in m.inputs}, key=lambda i: (i.table, i.topic))
@@ -329,6 +407,7 @@ class Service:
         self.backoff.setdefault(f"{stage}:{what}", Backoff()).failed()
         self.failures.failed(stage, what, str(error))
         self.status.error(stage, what, str(error))
+        self.metrics.failed(stage, what)
 
     def _succeeded(self, stage: str, what: str) -> None:
         if self.backoff.pop(f"{stage}:{what}", None) is not None:
@@ -342,6 +421,8 @@ class Service:
             marks = self._watermarks()
         except Exception:  # noqa: BLE001 - a broker out of reach: each topic's ingest says so below
             marks = None
+        if marks is not None:
+            self.metrics.lags(self._lag_counts(marks))
         for raw in self.inputs():
             if self.stopping.is_set() or not self._try(f"ingest:{raw.topic}"):
                 continue
@@ -358,7 +439,10 @@ class Service:
             except ZyncError as e:
                 self.ingests.pop(raw, None)
                 self._failed("ingest", raw.topic, e)
+        self.metrics.ingest_starting(raw.table for raw, _ in due)
         for raw, job, outcome in self._run_ingests(due):
+            self.metrics.ingested(raw.topic, raw.table, outcome if isinstance(outcome, int) else 0,
+                                  sum(s.dead_lettered for s in job.states.values()))
             if isinstance(outcome, ZyncError):
                 # Another ingest wrote the table (ConcurrentIngestError), a poison message, a schema it
                 # cannot take: a new Ingest resumes from the table when this topic is tried again; the
@@ -368,6 +452,7 @@ class Service:
                 continue
             self._succeeded("ingest", raw.topic)
             lag += sum(job.progress.lag.values())
+            self.metrics.lags({raw.topic: sum(n for (t, _), n in job.progress.lag.items() if t == raw.topic)})
             if outcome:
                 records += outcome
                 tables[raw.table] = outcome
@@ -410,10 +495,13 @@ class Service:
                 due[model.name] = seen
         due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
         if not due or self.stopping.is_set():
+            self._pending_rows(current)  # a mirror's raw table moved, its fold not due yet
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
                           if m.name in due and m.output_topic is not None}
         small = self.small_models(due)
+        tables = {m.name: m.table for m in self.models}
+        runs_started = self.metrics.runs_starting(due, tables)
         runs = []
         if small:
             with small_run_engine(self.spark):
@@ -434,6 +522,7 @@ class Service:
             self.spark.conf.unset(key)
         self.rerun.clear()
         for run in runs:
+            self.metrics.ran(run.name, tables[run.name], run.ok, run.seconds, runs_started)
             if run.ok:
                 self.last_ok[run.name] = due[run.name]
                 relation = next(m.relation for m in self.models if m.name == run.name)
@@ -449,9 +538,32 @@ class Service:
             else:
                 self._failed("dbt", run.name, ZyncError(run.message))
         self.ran_at.save()
+        self._pending_rows(current)
         ok = [r.name for r in runs if r.ok]
         return StageReport("dbt", time.monotonic() - started, len(ok),
                            {"models": ok, "failed": [r.name for r in runs if not r.ok]})
+
+    def _pending_rows(self, current: dict[str, TableVersion | None]) -> None:
+        """Rows each model's raw tables gained since its last run here, from the counts at hand (metrics)."""
+        for model in self.models:
+            seen = self.last_ok.get(model.name) if model.output_topic else self.ran_at.get(model.name)
+            if seen is None:
+                continue
+            rows = 0
+            for table in (i.table for i in model.inputs):
+                if seen.get(table) == current.get(table):
+                    continue
+                if model.output_topic:
+                    added = self.versions.rows_added(table, seen.get(table), current.get(table))
+                else:  # what the fold policy counted this cycle
+                    counted = self.folds.counted.get((model.name, table))
+                    added = counted.rows if counted and counted.since == seen.get(table) \
+                        and counted.until == current.get(table) else None
+                if added is None:
+                    rows = None
+                    break
+                rows += added
+            self.metrics.pending_rows(model.name, rows)
 
     def small_models(self, due: dict[str, dict[str, TableVersion | None]]) -> set[str]:
         """The due output models whose run is small: it runs interpreted (see `interpreted`).
@@ -483,7 +595,10 @@ class Service:
             if model.output_topic is None or self.stopping.is_set() or not self._try(f"egress:{model.name}"):
                 continue
             version = self.versions.version(model.relation)
-            if version is None or self.published_at.get(model.name) == version:
+            if version is None:
+                continue
+            if self.published_at.get(model.name) == version:
+                self.metrics.all_published(model.name)  # a run that wrote nothing applied what it took
                 continue
             try:
                 job = self.egresses.get(model.name)
@@ -497,6 +612,7 @@ class Service:
             self._succeeded("egress", model.name)
             if not self.stopping.is_set():  # a stopped publish may have left rows for the next run
                 self.published_at[model.name] = version
+                self.metrics.all_published(model.name, published)
             if published:
                 records += published
                 topics[model.output_topic] = published
@@ -518,7 +634,9 @@ class Service:
                 continue
             counted = self.uncompacted.get(table)
             if counted is None or counted[0].table_id != version.table_id:
-                commits = commits_since_compaction(self.spark, table, self.compact_after)
+                commits, compacted_at = compaction_state(self.spark, table, self.compact_after)
+                if compacted_at is not None and not self.vacuums.known(table):
+                    self.vacuums.compacted(table, compacted_at)  # by an earlier run: its files still wait
             else:
                 commits = counted[1] + version.version - counted[0].version
             self.uncompacted[table] = (version, commits)
@@ -538,9 +656,32 @@ class Service:
                 self._passed_over(table, version, after)
             removed += done.files_removed
             tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added}
+            self.metrics.compacted_table(table, done.files_removed, after)
+            if done.files_removed:
+                self.vacuums.compacted(table, time.time())
+        vacuumed = self.vacuum()
+        if vacuumed:
+            tables.update({t: {**tables.get(t, {}), "files_vacuumed": n} for t, n in vacuumed.items()})
         if not tables:
             return None
         return StageReport("compact", time.monotonic() - started, removed, {"tables": tables})
+
+    def vacuum(self) -> dict[str, int]:
+        """VACUUM the tables whose compacted files are older than --vacuum-retention (service/vacuum.py)."""
+        done = {}
+        for table in self.vacuums.due(time.time()):
+            if self.stopping.is_set() or not self._try(f"vacuum:{table}"):
+                continue
+            try:
+                result = vacuum(self.spark, table, self.vacuums.retention_s)
+            except Exception as e:  # noqa: BLE001 - a reader's or writer's conflict, a table gone: next time
+                self._failed("vacuum", table, ZyncError(f"vacuum failed, no row changed: {e}"))
+                continue
+            self._succeeded("vacuum", table)
+            self.vacuums.vacuumed(table, time.time())
+            self.metrics.vacuumed_table(table, result.files_deleted)
+            done[table] = result.files_deleted
+        return done
 
     def _passed_over(self, table: str, before: TableVersion, after: TableVersion) -> None:
         """A compaction of `table` changed no row: what had seen it at `before` has seen it at `after`.
@@ -571,7 +712,11 @@ class Service:
             self.check_engine()  # a stage may swallow what a dead engine raised (dbt reports it as a failed run)
             if report is not None:
                 reports.append(report)
-        self.status.cycle(reports, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        self.status.cycle(reports, seconds)
+        self.metrics.cycle(reports, seconds)
+        self.health.cycle_ended()
+        self.watchdog.cycle_ended()
         return reports
 
     def _watermarks(self) -> kafka_client.Watermarks:
@@ -582,8 +727,9 @@ class Service:
         if any(raw not in self.ingests for raw in self.inputs()):
             return True
         try:
-            marks = self._watermarks()
-            return any(job.waiting(self.watcher, marks) for job in self.ingests.values())
+            counts = self._lag_counts(self._watermarks())
+            self.metrics.lags(counts)
+            return any(counts.values())
         except Exception:  # noqa: BLE001 - the next cycle reports a broker problem properly
             return True
 
@@ -610,6 +756,9 @@ class Service:
         if engine_exit_status(self.spark) is None:
             logging.getLogger().removeFilter(self._quiet_dead_engine)
         self.watcher.close()
+        if self.http is not None:
+            self.http.shutdown()
+            self.http.server_close()
 
     def __enter__(self) -> "Service":
         return self
@@ -641,6 +790,7 @@ class Service:
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
             self.fold_all = False
+            self.watchdog.stopping()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.status.finish(why)

@@ -39,6 +39,10 @@ class TableVersions:
             self._locations[name] = self.spark.sql(f"describe detail {_quoted(name)}").first()["location"]
         return self._locations[name]
 
+    def location(self, name: str) -> str | None:
+        """The table's storage location (a URI, e.g. file:/...), or None if it is not there."""
+        return self._location(name)
+
     def version(self, name: str) -> TableVersion | None:
         location = self._location(name)
         if location is None:
@@ -98,6 +102,33 @@ class TableVersions:
         except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
             return None
         return Growth(seen, rows, schema_changed) if seen == until.version - since.version else None
+
+    def commits(self, name: str, since: TableVersion | None, until: TableVersion | None) -> list[list[str]] | None:
+        """The actions (their JSON text) of each commit after `since` up to `until`, oldest first.
+
+        None when they cannot be read (as for growth). Reads only those commits' JSON (no Spark job).
+        """
+        if since is None or until is None or since.table_id != until.table_id:
+            return None
+        if until.version <= since.version:
+            return []
+        location = self._location(name)
+        if location is None:
+            return None
+        jvm = self.spark._jvm
+        found: list[list[str]] = []
+        try:
+            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+            changes = log.getChanges(since.version + 1, until.version, True)
+            while changes.hasNext():
+                actions = changes.next()._2().iterator()
+                texts = []
+                while actions.hasNext():
+                    texts.append(actions.next().json())
+                found.append(texts)
+        except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
+            return None
+        return found if len(found) == until.version - since.version else None
 
     def versions(self, names) -> dict[str, TableVersion | None]:
         return {name: self.version(name) for name in names}

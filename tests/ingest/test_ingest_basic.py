@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from urllib.parse import urlparse
+
 import pytest
 
 from tests.ingest.conftest import table_rows, unique
@@ -27,7 +31,13 @@ def test_three_partitions_envelope_first_and_resume_without_duplicates(producer,
                                                "key_schema_id", "value_schema_id"]
     assert schema["value"].dataType.names == ["before", "after", "source", "op", "ts_ms"]
     properties = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
-    assert properties["delta.dataSkippingStatsColumns"] == "kafka,key"  # not Debezium's `before` image
+    # Not Debezium's `before` image; its source commit time, for zync run's freshness (service/freshness.py).
+    assert properties["delta.dataSkippingStatsColumns"] == "kafka,key,value.source.ts_ms"
+    detail = spark.sql(f"describe detail {table}").first()
+    log = json.loads(next(line for line in (Path(urlparse(detail["location"]).path) / "_delta_log"
+                                            / f"{0:020d}.json").read_text().splitlines() if line.startswith('{"add"')))
+    stats = json.loads(log["add"]["stats"])
+    assert stats["minValues"]["value"]["source"]["ts_ms"] == stats["maxValues"]["value"]["source"]["ts_ms"] > 0
     # The first batch created the table: one commit, the batch's own, not an empty create before it.
     assert [r.operation for r in spark.sql(f"describe history {table}").collect()] == ["CREATE TABLE AS SELECT"]
 

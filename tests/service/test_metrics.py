@@ -1,0 +1,152 @@
+"""A real Prometheus scrapes a running `zync run` of the invoices demo; its /healthz; VACUUM after compaction.
+
+One `zync run` process and one Prometheus server (Debian's, `make prometheus`),
+both on loopback, through two batches of the demo, the second produced while
+the first is still on its way (so the topic's lag shows while a cycle runs):
+- freshness: every input change is counted once per model that applies it
+  (the output: when published; the mirror: when ingested), the newest's gauge
+  is a plausible number of seconds, and each model's "behind" time rises while
+  a batch is on its way and is back at 0 once drained;
+- lag: the topic's messages past its raw table rise, then settle at 0;
+- the same figures in the file `zync etl status` shows them from;
+- runs, rows, records, files, compactions, vacuums and the engine's figures;
+- /healthz: 200 while it cycles; 503 naming the hung cycle while the Spark
+  JVM is stopped (SIGSTOP) past --stale-after, 200 again once it runs on;
+- VACUUM: with --compact-after 2 and --vacuum-retention 1s the compacted raw
+  table's folder holds only its current files, and the rows are unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from service.etl_status import render_freshness
+from service.freshness import freshness_file, read_freshness
+from testkit.harness import RunProcess, engine_pid, wait_until
+from testkit.invoices import DEMO, SCHEMA, InvoicesProject, invoices_project
+from testkit.prometheus import Prometheus
+from tests.conftest import TEST_STATE
+
+METRICS_PORT, PROMETHEUS_PORT = 29471, 29190
+STALE_AFTER_S = 6
+
+
+@pytest.fixture
+def project(tmp_path) -> InvoicesProject:
+    return invoices_project(tmp_path, "Metr")
+
+
+def _records(batches: range, topic: str) -> int:
+    return sum(len((DEMO / f"batch-{b}" / f"{topic}.jsonl").read_text().splitlines()) for b in batches
+               if (DEMO / f"batch-{b}" / f"{topic}.jsonl").exists())
+
+
+def _healthz() -> tuple[int, dict]:
+    try:
+        answer = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/healthz", timeout=5)
+        return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_prometheus_scrapes_freshness_and_lag_health_and_vacuum(target, spark, project, tmp_path):
+    prometheus = Prometheus(TEST_STATE / "prometheus", PROMETHEUS_PORT, [f"127.0.0.1:{METRICS_PORT}"])
+    run = RunProcess(project, tmp_path / "zync-run.log",
+                     options=("--metrics", f"127.0.0.1:{METRICS_PORT}", "--compact-after", "2",
+                              "--vacuum-retention", "1s", "--stale-after", f"{STALE_AFTER_S}s"))
+    output, mirror = project.name("new_invoices"), project.name("invoices_mirror")
+    invoices, statuses = project.name("Invoices"), project.name("InvoiceStatus")
+    raw_invoices = f"{SCHEMA}.{project.name('raw_invoices')}"
+    out, mir = f'model="{output}"', f'model="{mirror}"'
+    try:
+        wait_until(lambda: prometheus.value("zync_engine_alive") == 1, "a scrape of zync run", run)
+        assert _healthz()[0] in (200, 503)  # served while the first cycle warms up
+
+        # Batch 1, and batch 2 as soon as batch 1 is in its raw table: it waits in Kafka while batch 1's
+        # dbt run goes on.
+        project.produce_batch(target, 1)
+        wait_until(lambda: spark.catalog.tableExists(raw_invoices) and spark.table(raw_invoices).count() > 0,
+                   "batch 1 ingested", run)
+        project.produce_batch(target, 2)
+        wait_until(lambda: project.published_count(target) >= len(project.expected(2)), "batch 2 output", run)
+        assert project.published(target) == project.expected(2)
+
+        changes, mirrored = _records(range(1, 3), "Invoices") + _records(range(1, 3), "InvoiceStatus"), \
+            _records(range(1, 3), "Invoices")
+        wait_until(lambda: prometheus.value(f"zync_model_freshness_seconds_count{{{out}}}") == changes
+                   and prometheus.value(f"zync_model_behind_seconds{{{out}}}") == 0
+                   and prometheus.value(f'zync_topic_lag_messages{{topic="{invoices}"}}') == 0,
+                   "freshness of every change, nothing behind, no lag", run, timeout=60)
+        # Each change is counted once: the mirror's are those of its one topic.
+        assert prometheus.value(f"zync_model_freshness_seconds_count{{{mir}}}") == mirrored
+        assert prometheus.value(f'zync_topic_records_ingested_total{{topic="{invoices}"}}') == mirrored
+        assert prometheus.value(f'zync_topic_records_ingested_total{{topic="{statuses}"}}') == changes - mirrored
+        assert prometheus.value(f'zync_topic_dead_letters_total{{topic="{invoices}"}}') in (None, 0)
+        # They moved: behind and lag rose while the batches were on their way, and settled.
+        assert prometheus.value(f"max_over_time(zync_model_behind_seconds{{{out}}}[10m])") > 0
+        assert prometheus.value(f'max_over_time(zync_topic_lag_messages{{topic="{invoices}"}}[10m])') > 0
+        newest = prometheus.value(f"zync_model_freshness_newest_seconds{{{out}}}")
+        assert 0 < newest < 300
+        assert 0 <= prometheus.value(f"zync_model_freshness_newest_seconds{{{mir}}}") < newest
+        p50 = prometheus.value(f"histogram_quantile(0.5, zync_model_freshness_seconds_bucket{{{out}}})")
+        assert 0 < p50 < 300
+        # What `zync etl status` shows of it (service/etl_status.py render_freshness).
+        freshness = freshness_file(project.path, "local")
+        wait_until(lambda: (read_freshness(freshness) or {}).get("models", {}).get(output, {}).get("behind_seconds")
+                   == 0, "the freshness file", run, timeout=30)
+        assert read_freshness(freshness)["models"][output]["newest_seconds"] > 0
+        assert "newest change" in render_freshness(project.path, "local")
+        # Runs, rows, what egress published, the tables, the cycles, the engine.
+        assert prometheus.value(f"zync_model_runs_total{{{out}}}") >= 2
+        assert prometheus.value(f"zync_model_failures_total{{{out}}}") in (None, 0)
+        assert prometheus.value(f"zync_model_run_seconds_count{{{out}}}") >= 2
+        assert prometheus.value(f"zync_model_rows_written_total{{{out}}}") > len(project.expected(2))
+        assert prometheus.value(f"zync_model_records_published_total{{{out}}}") == len(project.expected(2))
+        assert prometheus.value(f"zync_model_rows_pending{{{out}}}") == 0
+        assert prometheus.value(f'zync_table_files{{table="{raw_invoices}"}}') >= 1
+        assert prometheus.value(f'zync_table_bytes{{table="{raw_invoices}"}}') > 0
+        assert prometheus.value('zync_cycles_total{work="true"}') >= 2
+        assert prometheus.value('zync_stage_seconds_count{stage="dbt"}') >= 2
+        assert prometheus.value("zync_engine_heap_used_bytes") > 0
+        assert prometheus.value("zync_engine_heap_after_gc_bytes") > 0
+        assert prometheus.value("zync_engine_process_resident_memory_bytes") > 100e6
+        assert prometheus.value("zync_process_resident_memory_bytes") > 10e6
+
+        # Compaction then VACUUM: the raw table's folder holds exactly its current version's files.
+        rows = sorted(map(str, spark.table(raw_invoices).collect()))
+        wait_until(lambda: (prometheus.value(f'zync_table_vacuums_total{{table="{raw_invoices}"}}') or 0) >= 1,
+                   "a vacuum of the compacted raw table", run, timeout=60)
+        assert prometheus.value(f'zync_table_compactions_total{{table="{raw_invoices}"}}') >= 1
+        assert prometheus.value(f'zync_table_files_vacuumed_total{{table="{raw_invoices}"}}') >= 1
+        folder = Path(urlparse(spark.sql(f"describe detail {raw_invoices}").first()["location"]).path)
+        on_disk = len(list(folder.glob("*.parquet")))
+        assert on_disk == spark.sql(f"describe detail {raw_invoices}").first()["numFiles"]
+        assert sorted(map(str, spark.table(raw_invoices).collect())) == rows
+
+        # Health: 200 while it cycles; 503 naming the cycle while the engine hangs; 200 once it runs on.
+        status, body = _healthz()
+        assert status == 200 and body["checks"] == {"engine": "ok", "catalog": "ok", "broker": "ok", "cycle": "ok"}
+        jvm = engine_pid(run.process.pid)
+        os.kill(jvm, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + STALE_AFTER_S + 30
+            while (status := _healthz())[0] == 200 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert status[0] == 503 and "a stage hangs" in status[1]["checks"]["cycle"], status
+        finally:
+            os.kill(jvm, signal.SIGCONT)
+        wait_until(lambda: _healthz()[0] == 200, "healthy again", run, timeout=60)
+        assert run.terminate() == 0
+    finally:
+        if run.process.poll() is None:
+            run.kill()
+        prometheus.stop()
