@@ -85,7 +85,7 @@ class Registry:
         """(schema id, datum) of a wire-format message; (None, None) for a null (tombstone).
 
         record_names: records in unions of several records come back as (full name, dict),
-        which value_converter needs to pick the union member.
+        which testkit.avro_values.value_converter needs to pick the union member.
         """
         schema_id = schema_id_of(data, where)
         if schema_id is None:

@@ -76,7 +76,8 @@ def append_raw(spark, table: str, topic: str, demo_topic: str, records: list[dic
     """Append records to a raw table as `zync from-kafka` lands them: partition 0, offsets following on."""
     from pyspark.sql import types as T
 
-    from zync.avro_types import spark_type, value_converter
+    from testkit.avro_values import value_converter
+    from zync.avro_types import spark_type
 
     key_schema = json.loads((DEMO / "schemas" / f"{demo_topic}-key.avsc").read_text())
     value_schema = json.loads((DEMO / "schemas" / f"{demo_topic}-value.avsc").read_text())

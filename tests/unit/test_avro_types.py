@@ -18,7 +18,8 @@ import fastavro
 import pytest
 from pyspark.sql import types as T
 
-from zync.avro_types import AvroTypeError, connect_names, field_defaults, field_paths, spark_type, value_converter
+from testkit.avro_values import value_converter
+from zync.avro_types import AvroTypeError, connect_names, field_defaults, field_paths, spark_type
 
 UTC = dt.timezone.utc
 
