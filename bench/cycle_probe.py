@@ -26,6 +26,7 @@ from bench.latency import Producer  # noqa: E402
 from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
 from testkit.invoices import invoices_project  # noqa: E402
 from zync.spark import session_conf  # noqa: E402
+from zync.spark_internals import jvm_of  # noqa: E402
 
 EVENTS_DIR = cp.STATE.parent / "probe-events"
 
@@ -76,7 +77,7 @@ def main() -> None:
         if state.get("eager") and str(query).startswith("cache lazy table "):
             query = "cache table " + str(query)[len("cache lazy table "):]
         if state["cg"] is None:
-            state["cg"] = session._jvm.org.apache.spark.metrics.source.CodegenMetrics
+            state["cg"] = jvm_of(session).org.apache.spark.metrics.source.CodegenMetrics
         c0, t0 = codegen()
         start = time.time()
         try:
@@ -125,7 +126,7 @@ def main() -> None:
                 sent, invoice = produce_rounds(producer, args.events if n > 0 else max(args.events, args.history),
                                                invoice)
                 first = len(calls)
-                rules = service.spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
+                rules = jvm_of(service.spark).org.apache.spark.sql.catalyst.rules.RuleExecutor
                 rules.resetMetrics()
                 started = time.perf_counter()
                 reports = full_cycle(service)

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench.latency import Producer  # noqa: E402  (it sets the latency benchmark's ports: ours below)
 from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
 from testkit.invoices import invoices_project  # noqa: E402
+from zync.spark_internals import java_context  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-cycle-state"
 PORTS = {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727"}
@@ -77,7 +78,7 @@ class StatementClock:
         """Every stage Spark's status store knows (the store is there with the UI off too)."""
         gateway = session.sparkContext._gateway
         no_quantiles = gateway.new_array(gateway.jvm.double, 0)
-        return session.sparkContext._jsc.sc().statusStore().stageList(None, False, False, no_quantiles, None)
+        return java_context(session).sc().statusStore().stageList(None, False, False, no_quantiles, None)
 
     def _stages(self, session) -> int:
         """The highest stage id so far (-1: none)."""

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.ingest_throughput import OUT, build_topic  # noqa: E402 - sets the bench's ports and state first
 from zync.spark import session_conf  # noqa: E402
+from zync.spark_internals import java_context  # noqa: E402
 
 TABLES = OUT / "warm-tables"
 
@@ -68,7 +69,7 @@ VARIANTS: dict[str, dict[str, str]] = {
 
 def _jobs(spark, group: str) -> list[dict]:
     """The Spark jobs run under `group`: seconds, stages and tasks, from Spark's status store."""
-    store = spark.sparkContext._jsc.sc().statusStore()
+    store = java_context(spark).sc().statusStore()
     found = []
     jobs = store.jobsList(None)
     for i in range(jobs.size()):
@@ -101,7 +102,7 @@ def warm_ingest(spark, target, topic: str, name: str, expect: int, settings: dic
     spark.sparkContext.setJobGroup(group, name)
     tasks = settings.get("zync.bench.minPartitions")
     session = {k: v for k, v in settings.items() if not k.startswith("zync.bench.")}
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop = java_context(spark).hadoopConfiguration()
     parquet = {k: v for k, v in session.items() if k.startswith("parquet.")}
     before = {k: hadoop.get(k) for k in parquet}
     for k, v in parquet.items():

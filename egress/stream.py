@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from math import ceil
 
 from zync.errors import ZyncError
+from zync.spark_internals import java_frame, jvm_of
 
 
 def arrow_batches(frame) -> Iterator:  # -> Iterator[pyarrow.RecordBatch]
@@ -49,8 +50,8 @@ def arrow_batches(frame) -> Iterator:  # -> Iterator[pyarrow.RecordBatch]
     # The RDD's items are Arrow IPC record batch messages without a schema: it is the frame's.
     schema = to_arrow_schema(frame.schema)
     with SCCallSiteSync(frame._sc), unwrap_spark_exception():
-        batches = frame._jdf.toArrowBatchRdd()  # runs the shuffle's map stage (reading, encoding)
-        served = frame._sc._jvm.PythonRDD.toLocalIteratorAndServe(batches, True)
+        batches = java_frame(frame).toArrowBatchRdd()  # runs the shuffle's map stage (reading, encoding)
+        served = jvm_of(frame._sc).PythonRDD.toLocalIteratorAndServe(batches, True)
     with unwrap_spark_exception():  # a failed partition job is re-raised by the iterator
         for message in _local_iterator_from_socket(served, NoOpSerializer()):
             yield pa.ipc.read_record_batch(pa.py_buffer(message), schema)

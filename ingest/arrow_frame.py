@@ -15,15 +15,17 @@ from collections.abc import Sequence
 
 from pyspark.sql import types as T
 
+from zync.spark_internals import java_session, jvm_of
+
 
 def frame_from_arrow(spark, batches: Sequence, schema: T.StructType):
     """The DataFrame of `batches` (pyarrow RecordBatches matching `schema`), one partition each."""
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
     from pyspark.sql import DataFrame
 
-    jvm = spark._jvm
+    jvm = jvm_of(spark)
     jiter = spark.sparkContext._serialize_to_jvm(
         list(batches), ArrowStreamSerializer(),
         lambda temp_file: jvm.PythonSQLUtils.readArrowStreamFromFile(temp_file),
         lambda: jvm.ArrowIteratorServer())
-    return DataFrame(jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession), spark)
+    return DataFrame(jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), java_session(spark)), spark)

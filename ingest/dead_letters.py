@@ -34,6 +34,7 @@ from ingest.table import RawTable
 from zync.envelope import kafka_struct
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCES
+from zync.spark_internals import delta_tables, java_column, java_session
 from zync.tables import DEAD_LETTERS_SUFFIX
 
 
@@ -127,8 +128,8 @@ class DeadLetterTable:
 
     def remove(self, topic: str, partition_offsets: dict[int, Iterable[int]]) -> None:
         """Delete replayed dead letters (one Delta commit)."""
-        delta = self.spark._jvm.io.delta.tables.DeltaTable  # delta-spark's Python package is not installed
-        session = self.spark._jsparkSession
+        delta = delta_tables(self.spark)
+        session = java_session(self.spark)
         table = (delta.forName(session, self.table.name) if self.table.name
                  else delta.forPath(session, self.table.location))
-        table.delete(((F.col("kafka.topic") == F.lit(topic)) & coordinates(partition_offsets))._jc)
+        table.delete(java_column((F.col("kafka.topic") == F.lit(topic)) & coordinates(partition_offsets)))

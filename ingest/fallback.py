@@ -21,14 +21,13 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from py4j.java_gateway import is_instance_of
 from py4j.protocol import Py4JJavaError
-from pyspark import SparkContext
 from pyspark.errors import PySparkException
 
 from ingest.java_kafka import NoJavaEquivalent, java_kafka_options
 from ingest.spark_errors import java_causes
 from ingest.spark_job import UNDECODABLE
+from zync.spark_internals import is_java_instance
 
 # spark-avro 3.5's from_avro in FAILFAST mode throws a plain SparkException with this message (no
 # error class; Spark 4 names it MALFORMED_RECORD_IN_PARSING, which is checked too).
@@ -60,15 +59,14 @@ def spark_options(kafka_settings: dict[str, Any]) -> dict[str, str]:
 
 def after_failed_batch(e: BaseException) -> tuple[Fallback, str]:
     """Case 2 or 3 for a batch's failed Spark job, and the cause to log."""
-    gateway = SparkContext._gateway
     for cause in java_causes(e):
         message = str(cause.getMessage() or "")
-        if is_instance_of(gateway, cause, "java.lang.RuntimeException") and message.startswith(UNDECODABLE):
+        if is_java_instance(cause, "java.lang.RuntimeException") and message.startswith(UNDECODABLE):
             return Fallback.BATCH, message  # our raise_error: a payload with no writer schema given
-        error_class = (cause.getErrorClass() if is_instance_of(gateway, cause, "org.apache.spark.SparkThrowable")
+        error_class = (cause.getErrorClass() if is_java_instance(cause, "org.apache.spark.SparkThrowable")
                        else None)
         if (error_class or "").startswith(MALFORMED_ERROR_CLASS) or (
-                is_instance_of(gateway, cause, "org.apache.spark.SparkException") and message.startswith(MALFORMED_AVRO)):
+                is_java_instance(cause, "org.apache.spark.SparkException") and message.startswith(MALFORMED_AVRO)):
             return Fallback.BATCH, message
     lines = str(e).splitlines() or [type(e).__name__]
     return Fallback.REST, lines[-1]

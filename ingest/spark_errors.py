@@ -11,22 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from py4j.java_gateway import JavaObject, is_instance_of
-from py4j.protocol import Py4JJavaError
-from pyspark import SparkContext
-from pyspark.errors import PySparkException
+from py4j.java_gateway import JavaObject
+
+from zync.spark_internals import is_java_instance, java_exception
 
 MAX_DEPTH = 32  # a cause chain is short; this only guards against a cycle
 
 
 def java_causes(e: BaseException) -> Iterator[JavaObject]:
     """The Java exception behind `e` and its causes, outermost first (none for a Python error)."""
-    if isinstance(e, Py4JJavaError):
-        cause = e.java_exception
-    elif isinstance(e, PySparkException):
-        cause = getattr(e, "_origin", None)
-    else:
-        return
+    cause = java_exception(e)
     for _ in range(MAX_DEPTH):
         if cause is None:
             return
@@ -36,8 +30,7 @@ def java_causes(e: BaseException) -> Iterator[JavaObject]:
 
 def caused_by(e: BaseException, java_class: str) -> JavaObject | None:
     """The first exception in `e`'s Java cause chain that is an instance of `java_class`, if any."""
-    gateway = SparkContext._gateway
     for cause in java_causes(e):
-        if is_instance_of(gateway, cause, java_class):
+        if is_java_instance(cause, java_class):
             return cause
     return None

@@ -28,6 +28,7 @@ from ingest.spark_errors import caused_by
 from zync.envelope import check_envelope
 from zync.errors import ZyncError
 from zync.spark import session_conf
+from zync.spark_internals import delta_log, delta_tables, java_session, latest_snapshot
 
 TXN_APP_ID = "zync-from-kafka"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
@@ -139,9 +140,7 @@ class RawTable:
             if self.name:
                 self._exists = bool(self.spark.catalog.tableExists(self.name))
             else:
-                jvm = self.spark._jvm
-                self._exists = bool(jvm.io.delta.tables.DeltaTable.isDeltaTable(
-                    self.spark._jsparkSession, self.location))
+                self._exists = bool(delta_tables(self.spark).isDeltaTable(java_session(self.spark), self.location))
         return self._exists
 
     def schema(self) -> T.StructType:
@@ -173,12 +172,10 @@ class RawTable:
     # --- resume point -------------------------------------------------------
 
     def _log(self):
-        jvm = self.spark._jvm
-        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, self._path())
+        return delta_log(self.spark, self._path())
 
     def _snapshot(self):
-        empty = self.spark._jvm.scala.Option.empty()
-        return self._log().update(False, empty, empty)
+        return latest_snapshot(self.spark, self._log())
 
     @staticmethod
     def _txn_of(snapshot) -> int:

@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from service.freshness import ModelFreshness, Observed, read_commit, spread, write_freshness
 from service.versions import TableVersion, TableVersions
+from zync.spark_internals import jvm_of
 
 # Seconds from a change's source commit to applied: a warm cycle is seconds, a backlog minutes to hours.
 FRESHNESS_BUCKETS = (0.5, 1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600)
@@ -74,7 +75,7 @@ class EngineCollector(Collector):
         self.alive = alive
 
     def heap(self) -> dict[str, float]:
-        jvm = self.spark._jvm
+        jvm = jvm_of(self.spark)
         runtime = jvm.java.lang.Runtime.getRuntime()
         after_gc = 0
         for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():

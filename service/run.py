@@ -77,6 +77,7 @@ from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.progress import Progress
 from zync.spark import session_conf, spark_session
+from zync.spark_internals import driver_process
 
 DEFAULT_INTERVAL_S = 1.0
 # The session settings models leave for their materializations (macros/admin/zync_note_key.sql).
@@ -155,7 +156,7 @@ def engine_exit_status(spark) -> tuple[int, int] | None:
     PySpark keeps the launched JVM's Popen on its gateway; a session whose JVM
     this process did not launch (none here) has no such handle and counts as alive.
     """
-    process = getattr(spark.sparkContext._gateway, "proc", None)
+    process = driver_process(spark)
     if process is None or process.poll() is None:
         return None
     return process.pid, process.returncode
@@ -286,7 +287,7 @@ class Service:
                          metrics=f"{address[0]}:{address[1]}")
 
     def _engine_pid(self) -> int | None:
-        process = getattr(self.spark.sparkContext._gateway, "proc", None)
+        process = driver_process(self.spark)
         return None if process is None else process.pid
 
     def _engine_problem(self) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
+from zync.spark_internals import delta_log, latest_snapshot
+
 
 class TableVersion(NamedTuple):
     """A table's identity and log version: a table dropped and made again has a new id."""
@@ -47,10 +49,7 @@ class TableVersions:
         location = self._location(name)
         if location is None:
             return None
-        jvm = self.spark._jvm
-        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
-        empty = jvm.scala.Option.empty()
-        snapshot = log.update(False, empty, empty)
+        snapshot = latest_snapshot(self.spark, delta_log(self.spark, location))
         version = int(snapshot.version())
         if version < 0:  # dropped (and perhaps made again elsewhere): look the name up again next time
             self._locations.pop(name, None)
@@ -80,9 +79,8 @@ class TableVersions:
         location = self._location(name)
         if location is None:
             return None
-        jvm = self.spark._jvm
         try:
-            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+            log = delta_log(self.spark, location)
             changes = log.getChanges(since.version + 1, until.version, True)
             rows, seen, schema_changed = 0, 0, False
             while changes.hasNext():
@@ -115,10 +113,9 @@ class TableVersions:
         location = self._location(name)
         if location is None:
             return None
-        jvm = self.spark._jvm
         found: list[list[str]] = []
         try:
-            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+            log = delta_log(self.spark, location)
             changes = log.getChanges(since.version + 1, until.version, True)
             while changes.hasNext():
                 actions = changes.next()._2().iterator()

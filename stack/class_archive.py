@@ -28,6 +28,7 @@ from pathlib import Path
 
 from zync.config import load_target, project_path
 from zync.errors import ZyncError
+from zync.spark_internals import driver_process
 
 ARCHIVE = Path(".local") / "jsa" / "spark-driver.jsa"  # relative to the project root, as the profile names it
 ARCHIVE_OPTION = "-XX:SharedArchiveFile="
@@ -59,7 +60,10 @@ def train(conf: dict[str, str], scratch: Path) -> None:
                        f"jdbc:derby:;databaseName={scratch / 'metastore'};create=true")
                .config("spark.hadoop.javax.jdo.option.ConnectionDriverName", "org.apache.derby.jdbc.EmbeddedDriver"))
     spark = builder.getOrCreate()
-    jvm = spark.sparkContext._gateway.proc
+    jvm = driver_process(spark)
+    if jvm is None:
+        raise ArchiveBuildError("the training Spark driver is not a JVM this process launched, so its exit "
+                                "(when the archive is written) cannot be waited for")
     spark.sql("create database if not exists zync_archive")
     spark.sql("create table zync_archive.raw (kafka struct<topic: string, partition: int, offset: bigint>, "
               "value string) using delta partitioned by (value)")

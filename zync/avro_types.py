@@ -16,12 +16,13 @@ import json
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
-from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
+
+from zync.spark_internals import context_running, java_exception
 
 
 class AvroTypeError(ValueError):
@@ -96,7 +97,7 @@ def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataTyp
     """
     # The session of this thread, else the process's (a test's or dbt's, made on another thread).
     spark = spark or SparkSession.getActiveSession() or (
-        SparkSession.builder.getOrCreate() if SparkContext._active_spark_context is not None else None)
+        SparkSession.builder.getOrCreate() if context_running() else None)
     if spark is None:
         raise AvroTypeError("mapping Avro to Spark types needs a running Spark session (spark-avro maps them)")
     column = from_avro(F.lit(None).cast("binary"), json.dumps(avro_schema))
@@ -104,7 +105,7 @@ def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataTyp
         return spark.range(0).select(column.alias("t")).schema["t"].dataType
     except (Py4JJavaError, PySparkException) as e:
         # spark-avro's IncompatibleSchemaException (a recursive type, say) reaches Python as a Java error.
-        cause = e.java_exception if isinstance(e, Py4JJavaError) else getattr(e, "_origin", None)
+        cause = java_exception(e)
         while cause is not None and cause.getCause() is not None:
             cause = cause.getCause()
         text = (str(cause.getMessage() or "") if cause is not None else str(e)).strip() or type(e).__name__

@@ -17,6 +17,7 @@ from ingest.spark_job import decode_batch, kafka_batch
 from ingest.table import PARQUET_SETTINGS
 from tests.ingest.conftest import table_rows, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
+from zync.spark_internals import java_frame
 from zync.tables import raw_table_name
 from zync.wire import Registry
 
@@ -44,7 +45,7 @@ def test_a_batch_into_an_existing_table_decodes_each_value_once(producer, ingest
 
     raw = kafka_batch(spark, spark_options(target.kafka), topic, {0: (0, 4)}, keys, values)
     frame = decode_batch(raw, keys, values, schema["key"].dataType, schema["value"].dataType)
-    plan = frame._jdf.queryExecution().optimizedPlan().toString()
+    plan = java_frame(frame).queryExecution().optimizedPlan().toString()
     # One from_avro for the key, one for the value; a struct rebuilt field by field repeated the value's
     # decoding for every field it reads (6x the time of a batch into a new table).
     assert plan.count("from_avro(") == 2, plan

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from stack.class_archive import ARCHIVE, ARCHIVE_OPTION, QUIET_OPTIONS, training_options
 from zync.config import project_path
+from zync.spark_internals import driver_process
 
 
 def test_the_session_driver_maps_the_archive_make_setup_built(spark):
     archive = project_path(ARCHIVE).resolve()
     assert archive.is_file(), f"`make setup` builds {archive} (python -m stack.class_archive)"
-    driver = spark.sparkContext._gateway.proc.pid
+    driver = driver_process(spark).pid
     mapped = {line.split()[-1] for line in Path(f"/proc/{driver}/maps").read_text().splitlines()
               if len(line.split()) >= 6}
     assert str(archive) in mapped, "the driver JVM started without the class-data archive"

@@ -1,0 +1,103 @@
+"""The private PySpark attributes zync relies on, each behind a function that says why.
+
+PySpark wraps only part of what the JVM holds: Delta's Scala API (its log, its tables),
+the driver JVM's process and memory, and the Java exceptions behind a failed job are
+reached through PySpark's py4j handles. They are private and may change in any PySpark
+release; keeping every use here makes such a change one module's to follow. PySpark is
+imported where it is used, so importing this module costs nothing to a command that starts no Spark.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from py4j.java_gateway import JavaClass, JavaObject, JVMView
+    from pyspark import SparkContext
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+def jvm_of(spark: SparkSession | SparkContext) -> JVMView:
+    """The driver JVM's classes, for what PySpark does not wrap: Delta's Scala API (delta-spark's
+    Python package is not installed), the JVM's own memory figures, the JVM side of PySpark's
+    private channels (PythonRDD, PythonSQLUtils)."""
+    return spark._jvm
+
+
+def java_session(spark: SparkSession) -> JavaObject:
+    """The JVM's SparkSession behind `spark`: Delta's Scala API and the JVM's per-thread active
+    session take it, not the Python one."""
+    return spark._jsparkSession
+
+
+def java_context(spark: SparkSession) -> JavaObject:
+    """The JVM's JavaSparkContext: Spark's status store (jobs and stages as Spark counts them) and
+    the Hadoop configuration the Parquet writers read are only there."""
+    return spark.sparkContext._jsc
+
+
+def java_frame(frame: DataFrame) -> JavaObject:
+    """The JVM's Dataset behind `frame`: its query plan, and its Arrow batches partition by partition,
+    which PySpark 3.5 has no public API for."""
+    return frame._jdf
+
+
+def java_column(column: Column) -> JavaObject:
+    """The JVM's Column behind `column`, for Delta's Scala API (a delete's condition)."""
+    return column._jc
+
+
+def delta_tables(spark: SparkSession) -> JavaClass:
+    """Delta's Scala `io.delta.tables.DeltaTable`, as delta-spark's Python package (not installed) wraps it."""
+    return jvm_of(spark).io.delta.tables.DeltaTable
+
+
+def delta_log(spark: SparkSession, location: str) -> JavaObject:
+    """The Delta log of the table at `location`: its versions, transactions and commits' actions
+    are read without a Spark job, which no public API offers."""
+    return jvm_of(spark).org.apache.spark.sql.delta.DeltaLog.forTable(java_session(spark), location)
+
+
+def latest_snapshot(spark: SparkSession, log: JavaObject) -> JavaObject:
+    """The log's newest snapshot. `DeltaLog.update` is Scala with default arguments, which py4j
+    cannot leave out: it is given Scala's None for both optional ones."""
+    empty = jvm_of(spark).scala.Option.empty()
+    return log.update(False, empty, empty)
+
+
+def driver_process(spark: SparkSession) -> subprocess.Popen | None:
+    """The Popen of the driver JVM this process launched (its pid, whether it exited, its stdin),
+    which PySpark keeps on its gateway; None for a JVM this process did not launch."""
+    return getattr(spark.sparkContext._gateway, "proc", None)
+
+
+def is_java_instance(java_object: JavaObject, java_class: str) -> bool:
+    """Whether a Java object (an exception in a failed job's cause chain) is an instance of
+    `java_class`: only the JVM can tell, asked through the gateway PySpark launched it with."""
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
+
+    return is_instance_of(SparkContext._gateway, java_object, java_class)
+
+
+def java_exception(e: BaseException) -> JavaObject | None:
+    """The Java exception a PySpark error stands for (None for a Python error): a
+    CapturedException keeps it only as a private attribute."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    if isinstance(e, Py4JJavaError):
+        return e.java_exception
+    if isinstance(e, PySparkException):
+        return getattr(e, "_origin", None)
+    return None
+
+
+def context_running() -> bool:
+    """Whether this process has a SparkContext, for code that may join a session another thread
+    made (a test's, dbt's) but must not start Spark itself."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
