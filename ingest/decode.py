@@ -23,6 +23,7 @@ from pyspark.sql.avro.functions import from_avro
 from ingest.arrow_frame import frame_from_arrow
 from ingest.evolution import conform
 from ingest.schemas import WriterSchemas
+from zync.envelope import kafka_column
 from zync.wire import BODY_POSITION, DecodeError, Registry, schema_id_of
 
 MIN_PARTITION_ROWS = 10_000  # below this, one more Spark task costs more than it saves
@@ -153,11 +154,11 @@ class Decoder:
     def _raw(self, batches: list[pa.RecordBatch]):
         raw = frame_from_arrow(self.spark, batches, RAW_SCHEMA)
         return raw.select(
-            F.struct(
-                F.col("topic"), F.col("partition"), F.col("offset"),
-                F.when(F.col("ts") > 0, F.timestamp_millis(F.col("ts"))).alias("timestamp"),
-                F.col("kid").alias("key_schema_id"), F.col("vid").alias("value_schema_id"),
-            ).alias("kafka"), "kid", "vid", "k", "v")
+            kafka_column(
+                topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"),
+                timestamp=F.when(F.col("ts") > 0, F.timestamp_millis(F.col("ts"))),
+                key_schema_id=F.col("kid"), value_schema_id=F.col("vid"),
+            ), "kid", "vid", "k", "v")
 
     def _decoded(self, base, ids: tuple[int | None, int | None], several: bool,
                  key_type: T.DataType, value_type: T.DataType):

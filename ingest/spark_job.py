@@ -29,6 +29,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from ingest.evolution import conform
 from ingest.schemas import WriterType
+from zync.envelope import kafka_column
 from zync.wire import BODY_POSITION, HEADER, header
 
 # The message raise_error gives a payload the job was not told how to decode; ingest/fallback.py
@@ -68,12 +69,12 @@ def kafka_batch(spark, options: Mapping[str, str], topic: str, ranges: Mapping[i
               .option("minPartitions", str(spark.sparkContext.defaultParallelism)))
     raw = reader.load()
     return raw.select(
-        F.struct(
-            F.col("topic"), F.col("partition"), F.col("offset"),
-            F.when(F.unix_millis(F.col("timestamp")) > 0, F.col("timestamp")).alias("timestamp"),
-            schema_id(F.col("key"), key_writers).alias("key_schema_id"),
-            schema_id(F.col("value"), value_writers).alias("value_schema_id"),
-        ).alias("kafka"),
+        kafka_column(
+            topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"),
+            timestamp=F.when(F.unix_millis(F.col("timestamp")) > 0, F.col("timestamp")),
+            key_schema_id=schema_id(F.col("key"), key_writers),
+            value_schema_id=schema_id(F.col("value"), value_writers),
+        ),
         F.col("key").alias("k"), F.col("value").alias("v"))
 
 

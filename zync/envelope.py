@@ -8,6 +8,8 @@ the output topic's offsets by it. So a table without it is refused, whoever read
 
 from __future__ import annotations
 
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from zync.errors import ZyncError
@@ -25,6 +27,19 @@ def kafka_struct() -> T.StructType:
         T.StructField("key_schema_id", T.IntegerType(), True),
         T.StructField("value_schema_id", T.IntegerType(), True),
     ])
+
+
+def kafka_column(**fields: Column) -> Column:
+    """The `kafka` column from one column per field of kafka_struct, by the field's name.
+
+    The names and their order are kafka_struct's, so both of ingest's readers (Spark's Kafka
+    source and the Python consumer) write the envelope the raw table has; each column must
+    already be of its field's type.
+    """
+    names = kafka_struct().names
+    if sorted(fields) != sorted(names):
+        raise ValueError(f"the kafka column needs exactly the fields {names}, not {list(fields)}")
+    return F.struct(*(fields[name].alias(name) for name in names)).alias("kafka")
 
 
 def raw_row_schema(key: T.DataType, value: T.DataType) -> T.StructType:
