@@ -3,15 +3,11 @@
 # Kafka -> zync run, mirroring every table from one mirror entry (`topics:`) -> a current-state Delta
 # table per table. Then changes to every table, and a table created while it runs, mirrored live.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH="$PWD/.venv/bin:$PATH"
+source "$(dirname "$0")/../env.sh"
 demo=demo/database
 
-# Its own services, ports and warehouse, started afresh (overridable).
-export ZYNC_STATE_DIR="${ZYNC_STATE_DIR:-$PWD/.local/demo-database-state}"
-export ZYNC_KAFKA_PORT="${ZYNC_KAFKA_PORT:-19392}" ZYNC_REGISTRY_PORT="${ZYNC_REGISTRY_PORT:-18381}"
-export ZYNC_POSTGRES_PORT="${ZYNC_POSTGRES_PORT:-15632}" ZYNC_CONNECT_PORT="${ZYNC_CONNECT_PORT:-18383}"
-export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11827}"
+# Its own services, ports and warehouse, started afresh.
+demo_services demo-database-state 19392 18381 15632 18383 11827
 project="$ZYNC_STATE_DIR/shop-project"   # a user's project: the repository's dbt setup and one mirror file
 step() { python "$demo/shop.py" "$@"; }
 
@@ -50,7 +46,4 @@ echo; echo "--- the generated mirrors (models/mirrors/ of the project): $(ls "$p
 kill -TERM "$run_pid"; wait "$run_pid" || true; run_pid=
 tail -n 1 "$log"
 
-echo
-echo "The services are still running (ZYNC_STATE_DIR=$ZYNC_STATE_DIR); stop them with:"
-echo "  ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT \\"
-echo "  ZYNC_CATALOG_PORT=$ZYNC_CATALOG_PORT ZYNC_POSTGRES_PORT=$ZYNC_POSTGRES_PORT ZYNC_CONNECT_PORT=$ZYNC_CONNECT_PORT zync down"
+services_still_running

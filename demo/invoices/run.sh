@@ -5,8 +5,7 @@
 # publishes to NewInvoices; the demo waits for the batch's output and prints
 # the whole NewInvoices stream with the time from produce to output.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH="$PWD/.venv/bin:$PATH"
+source "$(dirname "$0")/../env.sh"
 demo=demo/invoices
 
 # The demo runs on its own embedded services, ports and warehouse, started

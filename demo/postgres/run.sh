@@ -4,15 +4,11 @@
 # egress, in one warm process) -> NewInvoices -> Debezium's JDBC sink -> the
 # table new_invoices of a second PostgreSQL database, printed after each step.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PATH="$PWD/.venv/bin:$PATH"
+source "$(dirname "$0")/../env.sh"
 demo=demo/postgres
 
-# Its own services, ports and warehouse, started afresh (overridable).
-export ZYNC_STATE_DIR="${ZYNC_STATE_DIR:-$PWD/.local/demo-postgres-state}"
-export ZYNC_KAFKA_PORT="${ZYNC_KAFKA_PORT:-19292}" ZYNC_REGISTRY_PORT="${ZYNC_REGISTRY_PORT:-18281}"
-export ZYNC_POSTGRES_PORT="${ZYNC_POSTGRES_PORT:-15532}" ZYNC_CONNECT_PORT="${ZYNC_CONNECT_PORT:-18283}"
-export ZYNC_CATALOG_PORT="${ZYNC_CATALOG_PORT:-11727}"
+# Its own services, ports and warehouse, started afresh.
+demo_services demo-postgres-state 19292 18281 15532 18283 11727
 export ZYNC_DEMO=true   # the demo's transforms and models (demo/invoices/transforms)
 step() { python "$demo/connectors.py" "$@"; }
 
@@ -47,7 +43,4 @@ done
 kill -TERM "$run_pid"; wait "$run_pid" || true; run_pid=
 tail -n 1 "$log"
 
-echo
-echo "The services are still running (ZYNC_STATE_DIR=$ZYNC_STATE_DIR); stop them with:"
-echo "  ZYNC_STATE_DIR=$ZYNC_STATE_DIR ZYNC_KAFKA_PORT=$ZYNC_KAFKA_PORT ZYNC_REGISTRY_PORT=$ZYNC_REGISTRY_PORT \\"
-echo "  ZYNC_CATALOG_PORT=$ZYNC_CATALOG_PORT ZYNC_POSTGRES_PORT=$ZYNC_POSTGRES_PORT ZYNC_CONNECT_PORT=$ZYNC_CONNECT_PORT zync down"
+services_still_running
