@@ -71,6 +71,7 @@ from service.status import RunStatus, StageReport
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
+from service.warm_up import remove_warm_up, warm_engine, warm_up_location
 from service.watchdog import Watchdog
 from zync import kafka_client
 from zync.config import Target, project_dir
@@ -210,7 +211,8 @@ class Service:
                  compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS,
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
                  folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
-                 stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S):
+                 stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S,
+                 warm_up: bool = True):
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -251,6 +253,10 @@ class Service:
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
         self.stopping = threading.Event()
+        # Until the first cycle ends: it also warms the engine (see warm_up), then the run says it is ready.
+        self.warming = warm_up
+        self.warmed_by: str | None = None  # the topic whose last message warmed ingest, if one did
+        self.ready = False
         logging.getLogger().addFilter(self._quiet_dead_engine)
         try:
             self.vacuums = VacuumSchedule(vacuum_retention)
@@ -440,7 +446,10 @@ class Service:
                 self.ingests.pop(raw, None)
                 self._failed("ingest", raw.topic, e)
         self.metrics.ingest_starting(raw.table for raw, _ in due)
-        for raw, job, outcome in self._run_ingests(due):
+        outcomes = self._run_ingests(due)
+        if self.warming and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
+            self.rehearse_ingest()
+        for raw, job, outcome in outcomes:
             self.metrics.ingested(raw.topic, raw.table, outcome if isinstance(outcome, int) else 0,
                                   sum(s.dead_lettered for s in job.states.values()))
             if isinstance(outcome, ZyncError):
@@ -459,6 +468,24 @@ class Service:
         if not tables:
             return None
         return StageReport("ingest", time.monotonic() - started, records, {"tables": tables, "lag": lag})
+
+    def rehearse_ingest(self) -> None:
+        """A first cycle with nothing new to read: one topic's last message is read again (Ingest.rehearse),
+        or, with no data yet, rows of its own go the same way (service/warm_up.py).
+
+        Best effort: it only moves a new engine's first-batch cost before the first change; if it
+        fails, that change pays it, as it would have anyway.
+        """
+        scratch = warm_up_location(self.spark)
+        try:
+            self.warmed_by = next((raw.topic for raw, job in self.ingests.items() if job.rehearse(scratch)), None)
+            if self.warmed_by is None:  # no data yet: rows of its own
+                warm_engine(self.spark, scratch)
+        except Exception as e:  # noqa: BLE001 - nothing depends on it
+            self.status.note(f"warming the engine failed (the first changes pay for it instead): {e}",
+                             warm_up="failed")
+        finally:
+            remove_warm_up(scratch)
 
     def _run_ingests(self, due: list[tuple[RawInput, Ingest]]) -> list[tuple[RawInput, Ingest, int | ZyncError]]:
         """Run each due topic's ingest up to where its topic stood; (input, job, records or the error).
@@ -491,7 +518,11 @@ class Service:
             seen = {i.table: current[i.table] for i in model.inputs}
             if any(v is None for v in seen.values()):
                 continue  # a raw table is not there yet: its topic has had no record
-            if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
+            # The first cycle also runs each output model that has nothing new: it takes nothing and
+            # writes nothing (its cursor and done rows say so), and it warms the engine for that model's
+            # plans, so the first change after a start is not the one that pays for them.
+            warm = self.warming and model.output_topic is not None
+            if (self.ran_at.get(model.name) != seen or warm) and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
         due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
         if not due or self.stopping.is_set():
@@ -581,6 +612,8 @@ class Service:
         for name, seen in due.items():
             model = next(m for m in self.models if m.name == name)
             before = self.last_ok.get(name)
+            if self.warming and before is None and self.ran_at.get(name) == seen:
+                before = seen  # the warming run over nothing new: the plan later small runs take
             if model.output_topic is None or not model.inputs_only or before is None:
                 continue
             added = [self.versions.rows_added(table, before.get(table), version) for table, version in seen.items()]
@@ -714,6 +747,10 @@ class Service:
                 reports.append(report)
         seconds = time.monotonic() - started
         self.status.cycle(reports, seconds)
+        if not self.ready:
+            warmed, self.ready, self.warming = self.warming, True, False
+            self.status.note(f"ready: the first cycle ended {self.status.elapsed:.1f}s after the start"
+                             f"{', the engine warm' if warmed else ''}", ready=True, warmed_by=self.warmed_by)
         self.metrics.cycle(reports, seconds)
         self.health.cycle_ended()
         self.watchdog.cycle_ended()
@@ -771,6 +808,7 @@ class Service:
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         why = "failed"
         self.fold_all = once
+        self.warming = self.warming and not once  # a single cycle has no later change to warm for
         try:
             while not self.stopping.is_set():
                 try:
