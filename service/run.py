@@ -185,7 +185,8 @@ class RanAt(dict):
     done again (its inputs' versions differ from the file's), a run killed
     between its commit and the file's write is done again with nothing new
     (no out rows: its done rows are there). So a restart with nothing new runs
-    no model, and one after new records runs only the models that read them.
+    no model but its warm-up's (which write nothing), and one after new records
+    runs only the models that read them.
     """
 
     def __init__(self, path: Path):
