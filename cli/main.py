@@ -214,9 +214,9 @@ def parser() -> argparse.ArgumentParser:
                    help="VACUUM each table it compacts once the files a compaction removed are DUR old, keeping "
                         f"time travel within DUR (default {DEFAULT_VACUUM_RETENTION_S / 86400:.0f}d, Delta's own)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
-                   help="let the first changes pay for a new engine's first plans instead of its first cycle "
-                        "(by default the first cycle runs each output model once over nothing new and reads "
-                        "one input message again into a scratch folder, then the run says it is ready)")
+                   help="let the first changes pay for a new engine's first Delta write, MERGE and read "
+                        "(by default a first cycle with nothing to read makes them on rows of its own in a "
+                        "scratch folder, then the run says it is ready)")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

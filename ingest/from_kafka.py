@@ -155,17 +155,6 @@ class Ingest:
                              f"next offsets {offsets or 'none'}{dead_text})", with_rate=True)
         return total
 
-    def rehearse(self, location: str) -> bool:
-        """After a run: the first topic's last committed message read again into a scratch table at
-        `location` (SparkReader.rehearse: a new engine's first batch, paid before input waits on it).
-
-        False when there is nothing to read again or the Spark reader is not this Ingest's.
-        """
-        reader = self._spark_reader() if self._resumed and self.reader == "spark" else None
-        if reader is None:
-            return False
-        return any(reader.rehearse(state, location) for state in self.states.values())
-
     def waiting(self, consumer: Consumer, marks: kafka_client.Watermarks | None = None) -> dict[tuple[str, int], int]:
         """Messages Kafka holds past what this Ingest committed, per (topic, partition) that has any.
 

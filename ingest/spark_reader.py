@@ -111,29 +111,6 @@ class SparkReader:
             marks[topic] = (low, high)
         return marks
 
-    def rehearse(self, state: TopicState, location: str) -> bool:
-        """Read, decode and write the topic's last committed message again, into a scratch Delta table.
-
-        A new engine's first batch pays class loading and the JIT for the Kafka source, from_avro,
-        Parquet and Delta's commit: ~10 s on two cores, where a warm batch takes under one. zync run
-        pays it at its start, before a change is waiting on it; the raw table and the topic's state
-        stay as they were. False if the topic has no committed message to read again.
-        """
-        ranges = {p: (end - 1, end) for p, end in sorted(state.next_offsets.items()) if end > 0}
-        if not ranges or not state.table.exists():
-            return False
-        p = next(iter(ranges))
-        schemas = state.schemas
-        key_writers, key_type, _ = schemas.candidates("key")
-        value_writers, value_type, _ = schemas.candidates("value")
-        raw = kafka_batch(self.spark, self.options, state.topic, {p: ranges[p]}, key_writers, value_writers)
-        frame = decode_batch(raw, key_writers, value_writers, schemas.column_type("key", key_type),
-                             schemas.column_type("value", value_type))
-        if self.shape:
-            frame = self.shape(frame)
-        frame.write.format("delta").mode("overwrite").save(location)
-        return True
-
     def _batch(self, state: TopicState, ranges: dict[int, tuple[int, int]]) -> None:
         """One planned batch: Spark reads, decodes and commits it; a batch it cannot take goes to the consumer."""
         schemas, table = state.schemas, state.table

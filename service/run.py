@@ -185,8 +185,7 @@ class RanAt(dict):
     done again (its inputs' versions differ from the file's), a run killed
     between its commit and the file's write is done again with nothing new
     (no out rows: its done rows are there). So a restart with nothing new runs
-    no model but its warm-up's (which write nothing), and one after new records
-    runs only the models that read them.
+    no model, and one after new records runs only the models that read them.
     """
 
     def __init__(self, path: Path):
@@ -256,7 +255,7 @@ class Service:
         self.stopping = threading.Event()
         # Until the first cycle ends: it also warms the engine (see warm_up), then the run says it is ready.
         self.warming = warm_up
-        self.warmed_by: str | None = None  # the topic whose last message warmed ingest, if one did
+        self.warmed_in: float | None = None  # seconds the warm-up took, if it ran
         self.ready = False
         logging.getLogger().addFilter(self._quiet_dead_engine)
         try:
@@ -449,7 +448,7 @@ class Service:
         self.metrics.ingest_starting(raw.table for raw, _ in due)
         outcomes = self._run_ingests(due)
         if self.warming and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
-            self.rehearse_ingest()
+            self.warm_up()  # a backlog would have warmed it with real work
         for raw, job, outcome in outcomes:
             self.metrics.ingested(raw.topic, raw.table, outcome if isinstance(outcome, int) else 0,
                                   sum(s.dead_lettered for s in job.states.values()))
@@ -470,18 +469,18 @@ class Service:
             return None
         return StageReport("ingest", time.monotonic() - started, records, {"tables": tables, "lag": lag})
 
-    def rehearse_ingest(self) -> None:
-        """A first cycle with nothing new to read: one topic's last message is read again (Ingest.rehearse),
-        or, with no data yet, rows of its own go the same way (service/warm_up.py).
+    def warm_up(self) -> None:
+        """A first cycle with nothing to read: the engine's first Delta write, MERGE and read, on rows of
+        its own (service/warm_up.py).
 
-        Best effort: it only moves a new engine's first-batch cost before the first change; if it
-        fails, that change pays it, as it would have anyway.
+        Best effort: it only moves a new engine's first-use costs before the first change; if it
+        fails, that change pays them, as it would have anyway.
         """
         scratch = warm_up_location(self.spark)
+        started = time.monotonic()
         try:
-            self.warmed_by = next((raw.topic for raw, job in self.ingests.items() if job.rehearse(scratch)), None)
-            if self.warmed_by is None:  # no data yet: rows of its own
-                warm_engine(self.spark, scratch)
+            warm_engine(self.spark, scratch)
+            self.warmed_in = time.monotonic() - started
         except Exception as e:  # noqa: BLE001 - nothing depends on it
             self.status.note(f"warming the engine failed (the first changes pay for it instead): {e}",
                              warm_up="failed")
@@ -519,11 +518,7 @@ class Service:
             seen = {i.table: current[i.table] for i in model.inputs}
             if any(v is None for v in seen.values()):
                 continue  # a raw table is not there yet: its topic has had no record
-            # The first cycle also runs each output model that has nothing new: it takes nothing and
-            # writes nothing (its cursor and done rows say so), and it warms the engine for that model's
-            # plans, so the first change after a start is not the one that pays for them.
-            warm = self.warming and model.output_topic is not None
-            if (self.ran_at.get(model.name) != seen or warm) and self._try(f"dbt:{model.name}"):
+            if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
         due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
         if not due or self.stopping.is_set():
@@ -613,8 +608,6 @@ class Service:
         for name, seen in due.items():
             model = next(m for m in self.models if m.name == name)
             before = self.last_ok.get(name)
-            if self.warming and before is None and self.ran_at.get(name) == seen:
-                before = seen  # the warming run over nothing new: the plan later small runs take
             if model.output_topic is None or not model.inputs_only or before is None:
                 continue
             added = [self.versions.rows_added(table, before.get(table), version) for table, version in seen.items()]
@@ -749,9 +742,10 @@ class Service:
         seconds = time.monotonic() - started
         self.status.cycle(reports, seconds)
         if not self.ready:
-            warmed, self.ready, self.warming = self.warming, True, False
-            self.status.note(f"ready: the first cycle ended {self.status.elapsed:.1f}s after the start"
-                             f"{', the engine warm' if warmed else ''}", ready=True, warmed_by=self.warmed_by)
+            self.ready, self.warming = True, False
+            warmed = f" (warming the engine took {self.warmed_in:.1f}s)" if self.warmed_in is not None else ""
+            self.status.note(f"ready: the first cycle ended {self.status.elapsed:.1f}s after the start{warmed}",
+                             ready=True, warm_up_s=None if self.warmed_in is None else round(self.warmed_in, 2))
         self.metrics.cycle(reports, seconds)
         self.health.cycle_ended()
         self.watchdog.cycle_ended()
