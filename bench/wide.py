@@ -478,12 +478,12 @@ class ZyncRun:
             raise SystemExit(f"zync run exited ({self.process.returncode}):\n{self.log.read_text()[-3000:]}")
 
     def wait_ready(self, timeout: float = 600) -> float:
-        """Until it has loaded the project (its `models:` note): seconds from its start."""
+        """Until it says it is ready (its first cycle ended, the engine warm): seconds from its start."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check()
             for line in self.lines():
-                if line.get("event") == "note" and str(line.get("message", "")).startswith("models:"):
+                if line.get("event") == "note" and line.get("ready"):
                     return line["ts"] - self.started
             time.sleep(0.5)
         raise SystemExit(f"zync run did not load its project in {timeout:.0f} s:\n{self.log.read_text()[-3000:]}")

@@ -106,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> None:
                  fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle,
                  # A scheduler's single cycle serves nothing unless asked to.
                  metrics=args.metrics if args.metrics or not args.once else "off", stale_after=args.stale_after,
-                 vacuum_retention=args.vacuum_retention) as service:
+                 vacuum_retention=args.vacuum_retention, warm_up=args.warm_up) as service:
         code = service.run(once=args.once)
     if code:
         raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
@@ -213,6 +213,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--vacuum-retention", type=parse_duration, default=DEFAULT_VACUUM_RETENTION_S, metavar="DUR",
                    help="VACUUM each table it compacts once the files a compaction removed are DUR old, keeping "
                         f"time travel within DUR (default {DEFAULT_VACUUM_RETENTION_S / 86400:.0f}d, Delta's own)")
+    p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                   help="let the first changes pay for a new engine's first Delta write, MERGE and read "
+                        "(by default a first cycle with nothing to read makes them on rows of its own in a "
+                        "scratch folder, then the run says it is ready)")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
 
     p = verb("produce", cmd_produce,

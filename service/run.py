@@ -71,6 +71,7 @@ from service.status import RunStatus, StageReport
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
+from service.warm_up import remove_warm_up, warm_engine, warm_up_location
 from service.watchdog import Watchdog
 from zync import kafka_client
 from zync.config import Target, project_dir
@@ -211,7 +212,8 @@ class Service:
                  compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS,
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
                  folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
-                 stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S):
+                 stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S,
+                 warm_up: bool = True):
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -252,6 +254,10 @@ class Service:
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
         self.stopping = threading.Event()
+        # Until the first cycle ends: it also warms the engine (see warm_up), then the run says it is ready.
+        self.warming = warm_up
+        self.warmed_in: float | None = None  # seconds the warm-up took, if it ran
+        self.ready = False
         logging.getLogger().addFilter(self._quiet_dead_engine)
         try:
             self.vacuums = VacuumSchedule(vacuum_retention)
@@ -441,7 +447,10 @@ class Service:
                 self.ingests.pop(raw, None)
                 self._failed("ingest", raw.topic, e)
         self.metrics.ingest_starting(raw.table for raw, _ in due)
-        for raw, job, outcome in self._run_ingests(due):
+        outcomes = self._run_ingests(due)
+        if self.warming and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
+            self.warm_up()  # a backlog would have warmed it with real work
+        for raw, job, outcome in outcomes:
             self.metrics.ingested(raw.topic, raw.table, outcome if isinstance(outcome, int) else 0,
                                   sum(s.dead_lettered for s in job.states.values()))
             if isinstance(outcome, ZyncError):
@@ -460,6 +469,24 @@ class Service:
         if not tables:
             return None
         return StageReport("ingest", time.monotonic() - started, records, {"tables": tables, "lag": lag})
+
+    def warm_up(self) -> None:
+        """A first cycle with nothing to read: the engine's first Delta write, MERGE and read, on rows of
+        its own (service/warm_up.py).
+
+        Best effort: it only moves a new engine's first-use costs before the first change; if it
+        fails, that change pays them, as it would have anyway.
+        """
+        scratch = warm_up_location(self.spark)
+        started = time.monotonic()
+        try:
+            warm_engine(self.spark, scratch)
+            self.warmed_in = time.monotonic() - started
+        except Exception as e:  # noqa: BLE001 - nothing depends on it
+            self.status.note(f"warming the engine failed (the first changes pay for it instead): {e}",
+                             warm_up="failed")
+        finally:
+            remove_warm_up(scratch)
 
     def _run_ingests(self, due: list[tuple[RawInput, Ingest]]) -> list[tuple[RawInput, Ingest, int | ZyncError]]:
         """Run each due topic's ingest up to where its topic stood; (input, job, records or the error).
@@ -715,6 +742,11 @@ class Service:
                 reports.append(report)
         seconds = time.monotonic() - started
         self.status.cycle(reports, seconds)
+        if not self.ready:
+            self.ready, self.warming = True, False
+            warmed = f" (warming the engine took {self.warmed_in:.1f}s)" if self.warmed_in is not None else ""
+            self.status.note(f"ready: the first cycle ended {self.status.elapsed:.1f}s after the start{warmed}",
+                             ready=True, warm_up_s=None if self.warmed_in is None else round(self.warmed_in, 2))
         self.metrics.cycle(reports, seconds)
         self.health.cycle_ended()
         self.watchdog.cycle_ended()
@@ -772,6 +804,7 @@ class Service:
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         why = "failed"
         self.fold_all = once
+        self.warming = self.warming and not once  # a single cycle has no later change to warm for
         try:
             while not self.stopping.is_set():
                 try:

@@ -2,7 +2,8 @@
 
 After a batch one run gives exactly zync's NewInvoices stream (the service's
 test follows all four batches); a cycle with nothing new makes no Delta commit
-on any table and reports no work, in the same process and after a restart;
+on any table and reports no work, in the same process and after a restart
+(whose first cycle warms the engine apart from the project's tables);
 a compaction changes no row and makes nothing run again. The mirror's view shows
 new changes before a cycle folds them into its base.
 """
@@ -10,6 +11,9 @@ new changes before a cycle folds them into its base.
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
+from urllib.parse import urlparse
 
 from service.run import Service
 from service.status import RunStatus
@@ -42,10 +46,17 @@ def test_run_once_gives_zyncs_stream_and_an_idle_cycle_changes_nothing(target, s
         assert service.cycle() == []  # nothing new: no stage did anything
         assert service.versions.versions(project.tables()) == versions
 
-    # A restart with nothing new runs no model either (the versions each model's run saw are kept).
+    # A restart with nothing new runs no model either (the versions each model's run saw are kept). Its
+    # first cycle warms the engine on rows of its own, in a scratch folder that is gone after, then says
+    # it is ready; no table of the project moved.
     with quiet_service(target, project) as restarted:
         assert restarted.cycle() == []
         assert restarted.versions.versions(project.tables()) == versions
+        ready = [json.loads(line) for line in restarted.status.stream.getvalue().splitlines() if '"ready"' in line]
+        assert len(ready) == 1 and ready[0]["warm_up_s"] > 0, ready
+        warehouse = Path(urlparse(spark.conf.get("spark.sql.warehouse.dir")).path)
+        assert warehouse.is_dir() and not list(warehouse.glob(".zync-warm-up-*"))
+        assert restarted.cycle() == []
 
         # Merge-on-read: new changes to the mirror's raw table run the output model, not the mirror, whose
         # view shows them at once; --once folds it into its base, and no row seen by its name changes.
