@@ -185,6 +185,39 @@ class ModelFreshness:
         return max(0.0, now_s - min(starts)) if starts else 0.0
 
 
+class TopicWaits:
+    """Per input topic, since when its oldest message not yet ingested has waited (as far as counts tell).
+
+    zync run sees only how many messages a topic holds past its raw table. A topic that has any is
+    waiting from the first look that saw them; after an ingest committed what the topic held when it
+    read its marks, what waits still came after those marks, so the wait starts again there. Without
+    that, a steady stream, which always has a message waiting at every look, would read as waiting
+    since the run started.
+    """
+
+    def __init__(self) -> None:
+        self._since: dict[str, float] = {}
+
+    def looked(self, topic: str, waiting: int, now_s: float) -> None:
+        """A look at the topic found `waiting` messages past its raw table."""
+        if waiting > 0:
+            self._since.setdefault(topic, now_s)
+        else:
+            self._since.pop(topic, None)
+
+    def ingested(self, topic: str, marks_read_s: float) -> None:
+        """An ingest committed everything the topic held when it read its marks, at `marks_read_s` or later."""
+        if topic in self._since:
+            self._since[topic] = max(self._since[topic], marks_read_s)
+
+    def since(self, topic: str) -> float | None:
+        return self._since.get(topic)
+
+    def earliest(self, topics) -> float | None:
+        found = [self._since[t] for t in topics if t in self._since]
+        return min(found) if found else None
+
+
 def spread(observed: Observed, bounds: tuple[float, ...]) -> list[int]:
     """How many of `observed.count` values spread evenly from low to high fall at or under each bound."""
     n, low, high = observed.count, observed.low, observed.high

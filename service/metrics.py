@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from service.freshness import ModelFreshness, Observed, read_commit, spread, write_freshness
+from service.freshness import ModelFreshness, Observed, TopicWaits, read_commit, spread, write_freshness
 from service.versions import TableVersion, TableVersions
 from zync.spark_internals import jvm_of
 
@@ -189,7 +189,8 @@ class Metrics:
         self._readers: dict[str, set[str]] = {}  # raw table -> the models reading it
         self._topics: dict[str, str] = {}  # raw table -> its topic
         self._model_topics: dict[str, set[str]] = {}
-        self._waiting_since: dict[str, float] = {}  # topic -> when a message not yet ingested was first seen
+        self._waits = TopicWaits()
+        self._ingest_started_s = 0.0  # when this cycle's ingest began, before any topic read its marks
         self._dead: dict[str, int] = {}
         self._ingest_from: dict[str, TableVersion | None] = {}
         self._runs_from: dict[str, TableVersion | None] = {}
@@ -228,13 +229,11 @@ class Metrics:
         with self._lock:
             for topic, count in waiting.items():
                 self.lag.labels(topic).set(count)
-                if count > 0:
-                    self._waiting_since.setdefault(topic, now)
-                else:
-                    self._waiting_since.pop(topic, None)
+                self._waits.looked(topic, count, now)
 
     def ingest_starting(self, tables: Iterable[str]) -> None:
         """The raw tables' versions before this cycle's ingest: its commits are those after."""
+        self._ingest_started_s = time.time()
         for table in tables:
             self._ingest_from[table] = self.versions.version(table)
 
@@ -250,9 +249,10 @@ class Metrics:
         since, until = self._ingest_from.pop(table, None), self.versions.version(table)
         self._table_figures(table, until)
         commits = self.versions.commits(table, _or_new(since, until), until)
-        arrived = self._waiting_since.get(topic, time.time())
+        arrived = self._waits.since(topic) or time.time()
         files = [f for actions in commits or [] for f in read_commit(actions).files]
         with self._lock:
+            self._waits.ingested(topic, self._ingest_started_s)
             for name in self._readers.get(table, ()):
                 for observed in self._models[name].ingested(files, arrived):
                     self.freshness.observe(self._labels(name), observed)
@@ -340,8 +340,8 @@ class Metrics:
         now = time.time()
         with self._lock:
             for name, fresh in self._models.items():
-                since = [self._waiting_since[t] for t in self._model_topics.get(name, ()) if t in self._waiting_since]
-                self.behind.labels(*self._labels(name)).set(fresh.behind(now, min(since) if since else None))
+                since = self._waits.earliest(self._model_topics.get(name, ()))
+                self.behind.labels(*self._labels(name)).set(fresh.behind(now, since))
 
     def _newest(self, name: str) -> None:
         newest = self._models[name].newest_s
@@ -354,9 +354,9 @@ class Metrics:
         with self._lock:
             found = {}
             for name, fresh in sorted(self._models.items()):
-                since = [self._waiting_since[t] for t in self._model_topics.get(name, ()) if t in self._waiting_since]
+                since = self._waits.earliest(self._model_topics.get(name, ()))
                 found[name] = {"kind": fresh.kind, "newest_seconds": fresh.newest_s, "applied_at": fresh.applied_at,
-                               "behind_seconds": round(fresh.behind(now, min(since) if since else None), 3)}
+                               "behind_seconds": round(fresh.behind(now, since), 3)}
             return found
 
     def _write_freshness(self, force: bool) -> None:

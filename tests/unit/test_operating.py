@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.etl_status import render_freshness
-from service.freshness import (IngestedFile, ModelFreshness, Observed, freshness_file, read_commit, source_times, spread,
-                               write_freshness)
+from service.freshness import (IngestedFile, ModelFreshness, Observed, TopicWaits, freshness_file, read_commit,
+                               source_times, spread, write_freshness)
 from service.health import Health, tcp_check
 from service.http_server import DEFAULT_PORT, parse_address, serve
 from service.metrics import SpreadHistogram
@@ -72,6 +72,21 @@ def test_an_output_applies_what_a_later_run_took_once_published_and_a_mirror_at_
     assert output.newest_s == 11.0 and output.applied_at == 112.0
     assert output.behind(300.0, None) == 0.0  # idle: not stale
     assert output.behind(300.0, topic_waiting_since=290.0) == 10.0  # a message waits in its topic
+
+
+def test_a_steady_streams_wait_starts_again_at_each_ingest_and_ends_when_nothing_waits():
+    waits = TopicWaits()
+    waits.looked("t", 5, now_s=100.0)
+    waits.looked("t", 9, now_s=105.0)  # still the first look's messages among them
+    assert waits.since("t") == 100.0
+    # The ingest read its marks at 110 and committed up to them; new messages arrived meanwhile.
+    waits.ingested("t", marks_read_s=110.0)
+    waits.looked("t", 3, now_s=120.0)
+    assert waits.since("t") == 110.0 and waits.earliest(["t", "u"]) == 110.0
+    waits.ingested("u", marks_read_s=130.0)  # nothing waited there: nothing starts
+    assert waits.since("u") is None
+    waits.looked("t", 0, now_s=140.0)
+    assert waits.since("t") is None and waits.earliest(["t", "u"]) is None
 
 
 def test_health_names_what_fails_and_the_cycle_bound():
