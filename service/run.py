@@ -71,7 +71,7 @@ from service.status import RunStatus, StageReport
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
-from service.warm_up import remove_warm_up, warm_engine, warm_up_location
+from service.warm_up import warm_engine
 from service.watchdog import Watchdog
 from zync import kafka_client
 from zync.config import Target, project_dir
@@ -254,10 +254,10 @@ class Service:
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
         self.stopping = threading.Event()
-        # Until the first cycle ends: it also warms the engine (see warm_up), then the run says it is ready.
-        self.warming = warm_up
+        # The first cycle also warms the engine (see warm_up), then the run says it is ready.
+        self.warm_up_first = warm_up
         self.warmed_in: float | None = None  # seconds the warm-up took, if it ran
-        self.ready = False
+        self.ready = False  # the first cycle has ended
         logging.getLogger().addFilter(self._quiet_dead_engine)
         try:
             self.vacuums = VacuumSchedule(vacuum_retention)
@@ -448,7 +448,7 @@ class Service:
                 self._failed("ingest", raw.topic, e)
         self.metrics.ingest_starting(raw.table for raw, _ in due)
         outcomes = self._run_ingests(due)
-        if self.warming and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
+        if self.warm_up_first and not self.ready and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
             self.warm_up()  # a backlog would have warmed it with real work
         for raw, job, outcome in outcomes:
             self.metrics.ingested(raw.topic, raw.table, outcome if isinstance(outcome, int) else 0,
@@ -477,16 +477,13 @@ class Service:
         Best effort: it only moves a new engine's first-use costs before the first change; if it
         fails, that change pays them, as it would have anyway.
         """
-        scratch = warm_up_location(self.spark)
         started = time.monotonic()
         try:
-            warm_engine(self.spark, scratch)
+            warm_engine(self.spark)
             self.warmed_in = time.monotonic() - started
         except Exception as e:  # noqa: BLE001 - nothing depends on it
             self.status.note(f"warming the engine failed (the first changes pay for it instead): {e}",
                              warm_up="failed")
-        finally:
-            remove_warm_up(scratch)
 
     def _run_ingests(self, due: list[tuple[RawInput, Ingest]]) -> list[tuple[RawInput, Ingest, int | ZyncError]]:
         """Run each due topic's ingest up to where its topic stood; (input, job, records or the error).
@@ -743,7 +740,7 @@ class Service:
         seconds = time.monotonic() - started
         self.status.cycle(reports, seconds)
         if not self.ready:
-            self.ready, self.warming = True, False
+            self.ready = True
             warmed = f" (warming the engine took {self.warmed_in:.1f}s)" if self.warmed_in is not None else ""
             self.status.note(f"ready: the first cycle ended {self.status.elapsed:.1f}s after the start{warmed}",
                              ready=True, warm_up_s=None if self.warmed_in is None else round(self.warmed_in, 2))
@@ -804,7 +801,7 @@ class Service:
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         why = "failed"
         self.fold_all = once
-        self.warming = self.warming and not once  # a single cycle has no later change to warm for
+        self.warm_up_first = self.warm_up_first and not once  # a single cycle has no later change to warm for
         try:
             while not self.stopping.is_set():
                 try:

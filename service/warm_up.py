@@ -26,30 +26,35 @@ WAREHOUSE = "spark.sql.warehouse.dir"
 WARM_ROWS = 64
 
 
-def warm_up_location(spark) -> str:
+def _scratch_location(spark) -> str:
     """A folder of this process's own under the session's warehouse (hidden: no table is listed there)."""
     warehouse = spark.conf.get(WAREHOUSE).rstrip("/")
     return f"{warehouse}/.zync-warm-up-{os.getpid()}"
 
 
-def remove_warm_up(location: str) -> None:
+def _remove(location: str) -> None:
     """Remove the scratch folder if it is on this machine's file system (elsewhere it is left: a few KB)."""
     parsed = urlparse(location)
     if parsed.scheme in ("", "file"):
         shutil.rmtree(Path(parsed.path if parsed.scheme else location), ignore_errors=True)
 
 
-def warm_engine(spark, location: str) -> None:
+def warm_engine(spark) -> None:
     """Delta's write, MERGE and read, a window over keys and from_avro, on a few rows of its own.
 
     What a new engine's first ingest, fold and model run would otherwise load and compile
-    for the first time, while a change waits on them.
+    for the first time, while a change waits on them. The scratch folder is gone after,
+    whether it worked or not.
     """
-    rows = spark.range(WARM_ROWS).select(F.col("id"), (F.col("id") % 8).alias("k"),
-                                         from_avro(F.lit(bytearray(b"\x02")), '"long"').alias("v"))
-    rows.write.format("delta").mode("overwrite").save(location)
-    table = f"delta.`{location}`"
-    spark.sql(f"merge into {table} t using (select id, k, v + 1 as v from {table}) s on t.id = s.id "
-              "when matched then update set * when not matched then insert *")
-    spark.sql(f"select k, v from (select k, v, row_number() over (partition by k order by id desc) as n "
-              f"from {table}) where n = 1").collect()
+    location = _scratch_location(spark)
+    try:
+        rows = spark.range(WARM_ROWS).select(F.col("id"), (F.col("id") % 8).alias("k"),
+                                             from_avro(F.lit(bytearray(b"\x02")), '"long"').alias("v"))
+        rows.write.format("delta").mode("overwrite").save(location)
+        table = f"delta.`{location}`"
+        spark.sql(f"merge into {table} t using (select id, k, v + 1 as v from {table}) s on t.id = s.id "
+                  "when matched then update set * when not matched then insert *")
+        spark.sql(f"select k, v from (select k, v, row_number() over (partition by k order by id desc) as n "
+                  f"from {table}) where n = 1").collect()
+    finally:
+        _remove(location)
