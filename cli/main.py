@@ -193,7 +193,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--compact-after", type=int, default=COMPACT_AFTER_COMMITS, metavar="N",
                    help=f"compact a raw, output or mirror table's small files (Delta OPTIMIZE, no row changed) "
                         f"once N commits landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "
-                        "0: never)")
+                        "0: never); a few tables a cycle, the most commits behind first")
     p.add_argument("--fold-after-commits", type=int, default=FOLD_AFTER_COMMITS, metavar="N",
                    help="fold a mirror (MERGE the changes its view applies into its base table) once its raw "
                         f"table gained N commits since its last fold (default {FOLD_AFTER_COMMITS}); a mirror's "
@@ -201,8 +201,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fold-after-rows", type=int, default=FOLD_AFTER_ROWS, metavar="N",
                    help=f"...or N rows (default {FOLD_AFTER_ROWS}); a new raw schema folds at once")
     p.add_argument("--folds-per-cycle", type=int, default=FOLDS_PER_CYCLE, metavar="N",
-                   help=f"fold at most N mirrors in one cycle (default {FOLDS_PER_CYCLE}; 0: no bound); "
-                        "--once folds every mirror whose raw table moved")
+                   help=f"fold at most N mirrors in one cycle (default {FOLDS_PER_CYCLE}; 0: no bound), and one "
+                        "a cycle when growth alone is the reason; --once folds every mirror whose raw table moved")
     p.add_argument("--metrics", metavar="ADDR", default=None,
                    help=f"serve Prometheus metrics at http://ADDR/metrics and health at /healthz: HOST:PORT, PORT "
                         f"or HOST (default {DEFAULT_ADDRESS}; if that port is taken the run goes on without them); "

@@ -23,10 +23,9 @@ from pyspark.sql.avro.functions import from_avro
 from ingest.arrow_frame import frame_from_arrow
 from ingest.evolution import conform
 from ingest.schemas import WriterSchemas
+from ingest.table import write_partitions
 from zync.envelope import kafka_column
 from zync.wire import BODY_POSITION, DecodeError, Registry, schema_id_of
-
-MIN_PARTITION_ROWS = 10_000  # below this, one more Spark task costs more than it saves
 
 # The batch as it crosses to Spark: the payloads still Avro, decoded there by from_avro.
 RAW_SCHEMA = T.StructType([
@@ -130,11 +129,12 @@ class Decoder:
         result = frames[0]
         for other in frames[1:]:
             result = result.unionByName(other)
-        return result
+        # Each writer-schema group spans every partition: a union writes as many files again.
+        return result.coalesce(len(prepared.arrow)) if several else result
 
     def _arrow(self, messages: Sequence[Message]) -> list[pa.RecordBatch]:
         # One Arrow batch (= one partition, one write task, one file) per core.
-        parts = max(1, min(self.spark.sparkContext.defaultParallelism, len(messages) // MIN_PARTITION_ROWS))
+        parts = write_partitions(self.spark, len(messages))
         step = -(-len(messages) // parts)
         batches = []
         for start in range(0, len(messages), step):

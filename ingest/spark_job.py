@@ -29,6 +29,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from ingest.evolution import conform
 from ingest.schemas import WriterType
+from ingest.table import write_partitions
 from zync.envelope import kafka_column
 from zync.wire import BODY_POSITION, HEADER, header
 
@@ -66,7 +67,7 @@ def kafka_batch(spark, options: Mapping[str, str], topic: str, ranges: Mapping[i
               .option("endingOffsets", json.dumps({topic: {str(p): e for p, (_, e) in ranges.items()}}))
               # Gaps in offsets (transaction markers, compaction) are not lost data.
               .option("failOnDataLoss", "false")
-              .option("minPartitions", str(spark.sparkContext.defaultParallelism)))
+              .option("minPartitions", str(write_partitions(spark, sum(e - s for s, e in ranges.values())))))
     raw = reader.load()
     return raw.select(
         kafka_column(

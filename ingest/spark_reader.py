@@ -21,6 +21,7 @@ from ingest.consumer_reader import ConsumerReader
 from ingest.dead_letters import coordinates
 from ingest.fallback import SPARK_FAILURES, Fallback, SparkCannotRead, after_failed_batch
 from ingest.spark_job import decode_batch, kafka_batch, plan
+from ingest.table import write_partitions
 from ingest.topic import TopicState
 from zync import kafka_client
 from zync.config import Target
@@ -132,7 +133,8 @@ class SparkReader:
             frame = decode_batch(raw, key_writers, value_writers, key_type, value_type)
             if self.shape:
                 frame = self.shape(frame)
-            table.append(frame, where)
+            records = sum(end - start for start, end in ranges.values())
+            table.append(frame.coalesce(write_partitions(self.spark, records)), where)
         except SPARK_FAILURES as e:
             then, cause = after_failed_batch(e)
             self.progress.log("spark-read-failed", topic=state.topic, ranges=ranges, error=cause.strip()[:500],

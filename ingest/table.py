@@ -46,6 +46,19 @@ _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsCo
 # files smaller than snappy with dictionaries made them.
 # 1,000,000 events warm (bench/ingest_warm.py): 5.5-7.0 s against 7.3-9.6 s, 11 MB against 27 MB,
 # and a full scan of the table no slower.
+MIN_PARTITION_ROWS = 10_000  # below this, one more Spark task (and file) costs more than it saves
+
+
+def write_partitions(spark, records: int) -> int:
+    """The Spark partitions, so the files, a batch of `records` is written as: one per core at most.
+
+    A small batch is one file: the tables a service appends to every few
+    seconds would otherwise gain a file per core and per writer-schema group
+    each time, and every run reading them lists and opens each one.
+    """
+    return max(1, min(spark.sparkContext.defaultParallelism, records // MIN_PARTITION_ROWS))
+
+
 PARQUET_SETTINGS = {"spark.sql.parquet.compression.codec": "zstd", "parquet.enable.dictionary": "false"}
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # The Kafka Connect schema names of the table's fields ({"value.after.due": "io.debezium.time.Date"}),

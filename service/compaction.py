@@ -24,7 +24,10 @@ cheap for ever:
 
 `zync run` compacts a table once COMPACT_AFTER_COMMITS commits (anyone's)
 have landed on it since its last OPTIMIZE, as a stage of its cycle, between
-its own writes: its own stages never race it. Another process's write that
+its own writes: its own stages never race it. A cycle compacts a few tables at
+most (compactions_per_cycle), the most commits behind first, so tables that
+reach the threshold together are compacted over the next cycles instead of
+stalling one. Another process's write that
 read a file a compaction removed (a hand-run `dbt run` of the same output)
 either commits, or fails with Delta's ConcurrentDeleteReadException and
 writes nothing; either way the rows it read were the same rows.
@@ -37,11 +40,23 @@ from dataclasses import dataclass
 
 from zync.spark import session_conf
 
-COMPACT_AFTER_COMMITS = 100  # commits since a table's last OPTIMIZE before `zync run` compacts it
+COMPACT_AFTER_COMMITS = 50  # commits since a table's last OPTIMIZE before `zync run` compacts it
 MIN_FILE_BYTES = 16 * 1024 * 1024  # files at least this large are never rewritten
 MAX_FILE_BYTES = 64 * 1024 * 1024  # the largest file a compaction writes (a bin's size)
 
 OPTIMIZE = "OPTIMIZE"
+COMPACTIONS_PER_CYCLE = 2  # the fewest tables one cycle may compact
+
+
+def compactions_per_cycle(tables: int, compact_after: int) -> int:
+    """How many of `tables` one cycle compacts at most.
+
+    A table gains about one commit a cycle from `zync run` (an ingest batch, an
+    output's run), so each needs a compaction every `compact_after` cycles or
+    so: twice tables/compact_after a cycle keeps up with all of them and with
+    other writers' commits.
+    """
+    return max(COMPACTIONS_PER_CYCLE, -(-2 * tables // max(compact_after, 1)))
 
 
 @dataclass(frozen=True)

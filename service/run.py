@@ -58,7 +58,7 @@ from pathlib import Path
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import PARQUET_SETTINGS
-from service.compaction import COMPACT_AFTER_COMMITS, compact, compaction_state
+from service.compaction import COMPACT_AFTER_COMMITS, compact, compaction_state, compactions_per_cycle
 from service.discovery import TopicDiscovery
 from service.failures import Failures, failures_file
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
@@ -646,12 +646,19 @@ class Service:
         return StageReport("egress", time.monotonic() - started, records, {"topics": topics})
 
     def compact(self) -> StageReport | None:
-        """Compact the small files of every table with --compact-after commits since its last compaction."""
+        """Compact the small files of the tables with --compact-after commits since their last compaction.
+
+        At most compactions_per_cycle(...) tables a cycle, the most commits behind first: tables that
+        started together reach the threshold together, and compacting them all in one cycle stalled it
+        (bench/soak.py). Spread over cycles, each counting from its own compaction, they stay spread.
+        """
         if not self.compact_after:
             return None
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
-        for table in sorted(raw_tables | {m.table for m in self.models}):
+        candidates = sorted(raw_tables | {m.table for m in self.models})
+        due: list[tuple[int, str, TableVersion]] = []
+        for table in candidates:
             if self.stopping.is_set() or not self._try(f"compact:{table}"):
                 continue
             version = self.versions.version(table)
@@ -665,8 +672,12 @@ class Service:
             else:
                 commits = counted[1] + version.version - counted[0].version
             self.uncompacted[table] = (version, commits)
-            if commits < self.compact_after:
-                continue
+            if commits >= self.compact_after:
+                due.append((commits, table, version))
+        due.sort(key=lambda d: (-d[0], d[1]))
+        for _, table, version in due[:compactions_per_cycle(len(candidates), self.compact_after)]:
+            if self.stopping.is_set():
+                break
             try:
                 done = compact(self.spark, table, PARQUET_SETTINGS if table in raw_tables else None)
             except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others

@@ -110,7 +110,9 @@ def test_once_drains_what_per_key_order_held_back_without_new_input(target, spar
         # output's two writing runs left two files in each of its partitions. Fewer files, the same
         # rows, and nothing runs or is published again for it.
         service.compact_after = 1
-        compacted = service.compact().detail["tables"]
+        compacted = {}
+        while (report := service.compact()) is not None:  # a few tables a cycle: as many as it takes
+            compacted.update(report.detail["tables"])
         output = f"{SCHEMA}.{project.name('new_invoices')}"
         assert compacted[output]["files_removed"] > compacted[output]["files_added"] > 0, compacted
         for table in (t for t, done in compacted.items() if done["files_removed"]):

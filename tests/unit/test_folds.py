@@ -73,3 +73,22 @@ def test_outputs_are_never_held_back():
     policy = FoldPolicy(FakeVersions(set()), per_cycle=1)
     due = {"out": {RAW.format("a"): at(2)}}
     assert policy.choose(due, [output], {"out": {RAW.format("a"): at(1)}}) == due
+
+
+def test_folds_due_by_growth_run_one_a_cycle_and_only_in_a_cycle_without_other_folds():
+    models = [mirror(n) for n in "abcd"]
+    versions = FakeVersions({"zync.b__base", "zync.c__base", "zync.d__base"})
+    policy = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=4)
+    ran_at = {n: {RAW.format(n): at(10)} for n in "bcd"}
+    # b, c and d all reached the threshold in the same cycle (a steady stream), d the furthest
+    grown = {"b": {RAW.format("b"): at(13)}, "c": {RAW.format("c"): at(14)}, "d": {RAW.format("d"): at(15)}}
+    # a has no base: it is built, and the grown ones wait
+    assert set(policy.choose({"a": {RAW.format("a"): at(1)}, **grown}, models, ran_at)) == {"a"}
+    versions.bases.add("zync.a__base")
+    ran_at["a"] = {RAW.format("a"): at(1)}
+    assert set(policy.choose(grown, models, ran_at)) == {"d"}
+    ran_at["d"] = grown.pop("d")
+    assert set(policy.choose(grown, models, ran_at)) == {"c"}
+    # no bound at all: every grown mirror folds
+    unbounded = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=0)
+    assert set(unbounded.choose(grown, models, ran_at)) == {"b", "c"}

@@ -191,3 +191,10 @@ def test_etl_status_shows_each_models_freshness_from_the_runs_file(tmp_path):
     assert lines[1].split() == ["model", "kind", "newest", "change", "applied", "behind"]
     assert lines[2].split() == ["new_invoices", "output", "8.2s", "30s", "ago", "0s"]
     assert lines[3].split() == ["invoices_mirror", "mirror", "-", "-", "1m", "15s"]
+
+
+def test_a_cycle_compacts_a_few_tables_and_more_when_there_are_many():
+    from service.compaction import compactions_per_cycle
+    assert compactions_per_cycle(12, 50) == 2  # a dozen tables reaching 50 commits together: six cycles
+    assert compactions_per_cycle(400, 50) == 16  # enough to keep up with a table's commit a cycle
+    assert compactions_per_cycle(3, 1) == 6
