@@ -326,7 +326,7 @@ class Metrics:
     # --- the cycle ------------------------------------------------------------------------
 
     def cycle(self, reports, seconds: float) -> None:
-        """A cycle ended (service/status.py StageReport for each stage that did work)."""
+        """A cycle ended (zync/progress.py StageReport for each stage that did work)."""
         self.cycles.labels("true" if reports else "false").inc()
         self.last_cycle.set(time.time())
         if reports:
