@@ -31,6 +31,7 @@ from service.failures import Failures, failures_file
 from service.freshness import freshness_file, read_freshness
 from service.project import MIRROR_BASE_SUFFIX, DbtProject
 from zync.config import Target, project_dir
+from zync.delta_metadata import history
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
@@ -239,9 +240,9 @@ def _mirror_cursor(spark, mirror_name: str, table_name: str) -> dict[int, int]:
     Its commits name the mirror (`mirror_name`), also those of its base (`table_name`).
     """
     table = spark.table(table_name)
-    for row in spark.sql(f"describe history {table_name} limit 20").collect():
+    for entry in history(spark, table_name, 20):
         try:
-            stored = json.loads(row["userMetadata"] or "")
+            stored = json.loads(entry.user_metadata or "")
         except ValueError:
             continue
         if isinstance(stored, dict) and stored.get("zync_mirror") == mirror_name:
