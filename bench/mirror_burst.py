@@ -128,9 +128,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from service.run import Service
-    from service.status import RunStatus
     from stack import services
     from zync.config import load_target
+    from zync.progress import Progress
     from zync.spark import spark_session
 
     revision = args.table_macros or table_macros_revision()
@@ -147,7 +147,7 @@ def main() -> None:
         spark = spark_session(target)
         spark.sql("create schema if not exists zync")
         projects = {"mor": make_project("mor", args.tables, None), "table": make_project("table", args.tables, revision)}
-        quiet = lambda: RunStatus(open(os.devnull, "w"), live=False)  # noqa: E731
+        quiet = lambda: Progress.for_run(open(os.devnull, "w"), live=False)  # noqa: E731
         service = {
             "mor": Service(target, root=projects["mor"].path, status=quiet(), compact_after=0),
             # every mirror whose raw table moved runs, each cycle: what a mirror stored as a table needs

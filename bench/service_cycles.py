@@ -8,9 +8,9 @@ import os
 def invoices_service(target, project):
     """A `Service` running the invoices project's output model, its status line silent."""
     from service.run import Service
-    from service.status import RunStatus
+    from zync.progress import Progress
 
-    return Service(target, select=project.name("new_invoices"), status=RunStatus(open(os.devnull, "w"), live=False),
+    return Service(target, select=project.name("new_invoices"), status=Progress.for_run(open(os.devnull, "w"), live=False),
                    root=project.path)
 
 

@@ -1,20 +1,17 @@
 """Input schemas for checking expressions: from a raw table's Delta log, without starting Spark.
 
 A schema is Delta's JSON struct type ({"type": "struct", "fields": [...]}).
-The log is read with delta-rs (`deltalake`), which follows checkpoints, so a
-table whose early commits were cleaned up after a checkpoint still has its
-schema. `field_path_error` says what is wrong with a field path, naming the
+The log is read without a JVM (zync/delta_metadata.py, schema_without_spark).
+`field_path_error` says what is wrong with a field path, naming the
 fields that exist, or returns None when the path resolves.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
+from zync.delta_metadata import schema_without_spark
 
 Schema = dict[str, Any]
 SchemaSource = Callable[[str], "Schema | None"]
@@ -27,10 +24,7 @@ def delta_table_schemas(warehouse: Path, database: str) -> SchemaSource:
     """
 
     def lookup(table: str) -> Schema | None:
-        try:
-            return json.loads(DeltaTable(str(warehouse / f"{database}.db" / table)).schema().to_json())
-        except TableNotFoundError:
-            return None
+        return schema_without_spark(warehouse / f"{database}.db" / table)
 
     return lookup
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from zync import kafka_client
 from zync.config import Target
+from zync.delta_metadata import latest_version, table_location
 from zync.envelope import check_envelope
 from zync.errors import ZyncError
 from zync.progress import Progress
@@ -237,8 +239,12 @@ class Egress:
         progress.update(published + count, f"-> {self.topic}@{pending.start + count}")
         return count
 
+    @cached_property
+    def _location(self) -> str:
+        return table_location(self.spark, self.table)
+
     def _table_version(self) -> int:
-        return int(self.spark.sql(f"describe history {self.table} limit 1").first()["version"])
+        return latest_version(self.spark, self._location)[0]
 
     def stop(self) -> None:
         """Ask a running (or following) egress to stop after the batch in flight."""

@@ -25,10 +25,10 @@ from pyspark.sql import types as T
 
 from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
+from zync.delta_metadata import commit_actions, is_delta_table, latest_transaction, table_location
 from zync.envelope import check_envelope
 from zync.errors import ZyncError
 from zync.spark import session_conf
-from zync.spark_internals import delta_log, delta_tables, java_session, latest_snapshot
 
 TXN_APP_ID = "zync-from-kafka"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
@@ -145,7 +145,7 @@ class RawTable:
         if self.location:
             return self.location
         if self._location_of_name is None:  # a Spark job: asked once
-            self._location_of_name = self.spark.sql(f"describe detail {self.sql_name}").first()["location"]
+            self._location_of_name = table_location(self.spark, self.sql_name)
         return self._location_of_name
 
     def exists(self) -> bool:
@@ -153,7 +153,7 @@ class RawTable:
             if self.name:
                 self._exists = bool(self.spark.catalog.tableExists(self.name))
             else:
-                self._exists = bool(delta_tables(self.spark).isDeltaTable(java_session(self.spark), self.location))
+                self._exists = is_delta_table(self.spark, self.location)
         return self._exists
 
     def schema(self) -> T.StructType:
@@ -184,28 +184,16 @@ class RawTable:
 
     # --- resume point -------------------------------------------------------
 
-    def _log(self):
-        return delta_log(self.spark, self._path())
-
-    def _snapshot(self):
-        return latest_snapshot(self.spark, self._log())
-
-    @staticmethod
-    def _txn_of(snapshot) -> int:
-        found = snapshot.transactions().get(TXN_APP_ID)
-        return int(found.get()) if found.isDefined() else -1
-
     def resume(self, topic: str) -> ResumeState:
         """Next offsets, txn version and column types, all from one table version."""
         schema = self.schema()
         check_envelope(schema, self.label)
-        snapshot = self._snapshot()
-        self._txn_version = self._txn_of(snapshot)
-        self._seen_version = int(snapshot.version())
+        version, self._txn_version = latest_transaction(self.spark, self._path(), TXN_APP_ID)
+        self._seen_version = version
         rows = self.spark.sql(
             f"select kafka.partition as p, max(kafka.offset) as o, "
             f"max_by(kafka.key_schema_id, kafka.offset) as k, max_by(kafka.value_schema_id, kafka.offset) as v "
-            f"from {self.sql_name} version as of {int(snapshot.version())} "
+            f"from {self.sql_name} version as of {version} "
             f"where kafka.topic = :topic group by kafka.partition",
             args={"topic": topic},
         ).collect()
@@ -340,14 +328,9 @@ class RawTable:
         """(latest version, versions of other ingests' commits, version of the commit with `marker`)
         among the commits after `version`."""
         latest, others, mine = version, [], None
-        changes = self._log().getChanges(int(version) + 1, False)
-        while changes.hasNext():
-            change = changes.next()
-            latest = int(change._1())
-            actions = change._2()
+        for latest, actions in commit_actions(self.spark, self._path(), int(version) + 1):
             txn, meta, info = False, None, None
-            for i in range(actions.size()):
-                action = actions.apply(i)
+            for action in actions:
                 kind = action.getClass().getSimpleName()
                 if kind == "SetTransaction" and action.appId() == TXN_APP_ID:
                     txn = True

@@ -38,6 +38,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from zync.delta_metadata import history
 from zync.spark import session_conf
 
 COMPACT_AFTER_COMMITS = 50  # commits since a table's last OPTIMIZE before `zync run` compacts it
@@ -80,29 +81,16 @@ def compaction_settings() -> dict[str, str]:
 def compaction_state(spark, table: str, limit: int) -> tuple[int, float | None]:
     """(commits since the table's last OPTIMIZE, counting at most `limit`; its time in epoch seconds, if seen).
 
-    One read of the newest `limit` entries of the table's history, as commits_since_compaction.
-    """
-    count = 0
-    for row in spark.sql(f"describe history {table} limit {int(limit)}").select("operation", "timestamp").collect():
-        if row["operation"] == OPTIMIZE:
-            return count, row["timestamp"].timestamp()
-        count += 1
-    return count, None
-
-
-def commits_since_compaction(spark, table: str, limit: int) -> int:
-    """How many commits the table has had since its last OPTIMIZE, counting at most `limit`.
-
     Reads the newest `limit` entries of the table's history (commit files,
     no Spark job over the data): what lets a restarted `zync run` pick up the
     count where the last one left it.
     """
     count = 0
-    for row in spark.sql(f"describe history {table} limit {int(limit)}").select("operation").collect():
-        if row["operation"] == OPTIMIZE:
-            return count
+    for entry in history(spark, table, limit):
+        if entry.operation == OPTIMIZE:
+            return count, entry.timestamp.timestamp()
         count += 1
-    return count
+    return count, None
 
 
 def compact(spark, table: str, parquet_settings: dict[str, str] | None = None) -> Compaction:

@@ -1,14 +1,15 @@
 """`zync etl status`: where each transform stands, read from its tables and Kafka.
 
-Per input topic/partition of every transform: the cursor (from the output
-table's cursor rows), the latest raw offset and how far it is past the cursor,
-the pending and expired records and the age of the oldest pending one. Per
-output: the last output offset and how far the Kafka topic is behind it.
-Everything is read with DataFrame expressions, so no name from a transform
-file is spliced into a query; but which records are pending is the project's
-one definition (macros/etl/pending/zync_stored_pending.sql, read by the `__pending`
-view and the zync_pending_age data test too), rendered by dbt in this process
-with the tables' quoted names.
+Per input topic/partition of every transform: the cursor, the latest raw
+offset and how far it is past the cursor, the pending and expired records and
+the age of the oldest pending one. Per output: the last output offset and how
+far the Kafka topic is behind it. Everything else is read with DataFrame
+expressions, so no name from a transform file is spliced into a query; but
+what a cursor is and which records are pending are the project's one
+definitions (macros/etl/cursor/zync_cursors.sql and
+macros/etl/pending/zync_stored_pending.sql, which the models, the `__pending`
+view and the data tests read too), rendered by dbt in this process with the
+tables' quoted names and escaped topics.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka import KafkaException, TopicPartition
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from compiler.mirrors import MirrorFile, expand_project_patterns, is_mirror_file, load_mirrors
@@ -29,6 +31,7 @@ from service.failures import Failures, failures_file
 from service.freshness import freshness_file, read_freshness
 from service.project import MIRROR_BASE_SUFFIX, DbtProject
 from zync.config import Target, project_dir
+from zync.delta_metadata import history
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
@@ -36,6 +39,8 @@ from zync.tables import dead_letter_table_name, qualified
 KAFKA_TIMEOUT_S = 5.0
 # The one definition of a pending record, which the `__pending` view and the zync_pending_age test read too.
 PENDING_MACRO = "zync_stored_pending"
+# The one definition of a cursor, which the models' runs and the data tests read too.
+CURSORS_MACRO = "zync_cursors"
 # The status's own dbt artifacts, apart from a hand-run dbt's target/ and zync run's.
 TARGET_PATH = Path("target") / "zync-etl-status"
 # pending_sql(raw table, topic) -> the SQL of an output's pending records of that input
@@ -122,9 +127,11 @@ def _table_name(target: Target, name: str) -> str:
     return qualified(target, name).replace("`", "")
 
 
-def _input_status(spark, target: Target, topic: str, table: str, output, pending_sql: PendingSql) -> InputStatus:
+def _input_status(spark, target: Target, topic: str, table: str, output: DataFrame | None,
+                  cursor_rows: DataFrame | None, pending_sql: PendingSql) -> InputStatus:
     """Figures of one input for one output table (`output` None: the model is not built yet).
 
+    cursor_rows: the output's cursors (CURSORS_MACRO's rows, a DataFrame; None with `output`).
     pending_sql(raw table, topic): the stored definition of this output's pending records, as SQL.
     """
     name = _table_name(target, table)
@@ -138,10 +145,8 @@ def _input_status(spark, target: Target, topic: str, table: str, output, pending
     pending_raw = raw  # no output table: nothing is done, so every record waits
     if output is not None:
         mine = output.where(F.col("kafka.topic") == F.lit(topic))
-        cursors = {r["partition"]: r["cursor"] for r in
-                   mine.where(F.col("kind") == "cursor")
-                   .groupBy(F.col("kafka.partition").alias("partition"))
-                   .agg(F.max("kafka.offset").alias("cursor")).collect()}
+        cursors = {r["partition"]: r["cursor_offset"] for r in
+                   cursor_rows.where(F.col("topic") == F.lit(topic)).collect()}
         if "status" in output.columns:
             expired = {r["partition"]: r["n"] for r in
                        mine.where((F.col("kind") == "done") & (F.col("status") == "expired"))
@@ -210,12 +215,18 @@ def transform_status(spark, target: Target, transform, project: DbtProject, kafk
     next_offset, kafka_note = (_kafka_next_offset(target, transform.output_topic) if kafka
                                else (None, "not asked (--no-kafka)"))
 
-    def pending_sql(table: str, topic: str) -> str:
+    def render(macro: str, *arguments: str) -> str:
         if project.manifest is None:
             project.parse()
-        return project.render_call(PENDING_MACRO, qualified(target, transform.model), qualified(target, table), topic)
+        return project.render_call(macro, *arguments)
 
-    inputs = [_input_status(spark, target, i.topic, i.table, output, pending_sql) for i in transform.inputs]
+    def pending_sql(table: str, topic: str) -> str:
+        return render(PENDING_MACRO, qualified(target, transform.model), qualified(target, table), topic)
+
+    # One render per output, as a render costs a dbt compile; each input takes its topic's rows.
+    cursor_rows = spark.sql(render(CURSORS_MACRO, qualified(target, transform.model))) if output is not None else None
+    inputs = [_input_status(spark, target, i.topic, i.table, output, cursor_rows, pending_sql)
+              for i in transform.inputs]
     return TransformStatus(
         transform.path,
         OutputStatus(transform.output_topic, transform.model, last, next_offset, kafka_note, table_note),
@@ -229,9 +240,9 @@ def _mirror_cursor(spark, mirror_name: str, table_name: str) -> dict[int, int]:
     Its commits name the mirror (`mirror_name`), also those of its base (`table_name`).
     """
     table = spark.table(table_name)
-    for row in spark.sql(f"describe history {table_name} limit 20").collect():
+    for entry in history(spark, table_name, 20):
         try:
-            stored = json.loads(row["userMetadata"] or "")
+            stored = json.loads(entry.user_metadata or "")
         except ValueError:
             continue
         if isinstance(stored, dict) and stored.get("zync_mirror") == mirror_name:

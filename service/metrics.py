@@ -14,12 +14,10 @@ HTTP server's threads, so the state they share is guarded by one lock.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from urllib.parse import urlparse
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
@@ -27,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from service.freshness import ModelFreshness, Observed, TopicWaits, read_commit, spread, write_freshness
 from service.versions import TableVersion, TableVersions
+from zync.delta_metadata import checksum_figures
 from zync.spark_internals import jvm_of
 
 # Seconds from a change's source commit to applied: a warm cycle is seconds, a backlog minutes to hours.
@@ -119,18 +118,6 @@ class LagCollector(Collector):
                 except Exception:  # noqa: BLE001 - the broker out of reach: /healthz says so; keep the last figures
                     pass
         return []
-
-
-def checksum_figures(location: str | None, version: int) -> tuple[int, int] | None:
-    """(files, bytes) of a table's version from Delta's checksum file beside its commit, if it is local and there."""
-    if not location or not location.startswith("file:"):
-        return None
-    path = Path(urlparse(location).path) / "_delta_log" / f"{version:020d}.crc"
-    try:
-        figures = json.loads(path.read_text())
-        return int(figures["numFiles"]), int(figures["tableSizeBytes"])
-    except (OSError, ValueError, KeyError):
-        return None
 
 
 class Metrics:
@@ -326,7 +313,7 @@ class Metrics:
     # --- the cycle ------------------------------------------------------------------------
 
     def cycle(self, reports, seconds: float) -> None:
-        """A cycle ended (service/status.py StageReport for each stage that did work)."""
+        """A cycle ended (zync/progress.py StageReport for each stage that did work)."""
         self.cycles.labels("true" if reports else "false").inc()
         self.last_cycle.set(time.time())
         if reports:

@@ -67,7 +67,6 @@ from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
-from service.status import RunStatus, StageReport
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
@@ -76,7 +75,7 @@ from service.watchdog import Watchdog
 from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
-from zync.progress import Progress
+from zync.progress import Progress, StageReport
 from zync.spark import session_conf, spark_session
 from zync.spark_internals import driver_process
 
@@ -208,7 +207,7 @@ class RanAt(dict):
 
 class Service:
     def __init__(self, target: Target, select: str | None = None, interval: float = DEFAULT_INTERVAL_S,
-                 status: RunStatus | None = None, root: Path | None = None,
+                 status: Progress | None = None, root: Path | None = None,
                  compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS,
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
                  folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
@@ -224,7 +223,7 @@ class Service:
         self.select = select
         self.interval = interval
         self.threads = threads
-        self.status = status or RunStatus()
+        self.status = status or Progress.for_run()
         self.spark = spark_session(target)
         self.project = DbtProject(root or project_dir(), target.spark_output_name)
         self.versions = TableVersions(self.spark)
@@ -835,5 +834,5 @@ class Service:
             self.watchdog.stopping()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.status.finish(why)
+            self.status.finish_cycles(why)
         return 1 if once and self.status.errors else 0

@@ -1,7 +1,8 @@
-"""Delta table versions, read from the tables' logs: how `zync run` knows what moved.
+"""Delta table versions by catalog name, read from the tables' logs: how `zync run` knows what moved.
 
 Reading a table's latest version lists its _delta_log folder (no Spark job,
-milliseconds), so a cycle with nothing new costs a few of these and no query.
+milliseconds; zync/delta_metadata.py), so a cycle with nothing new costs a few
+of these and no query. A table's location is looked up once.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from zync.spark_internals import delta_log, latest_snapshot
+from zync.delta_metadata import commit_texts, latest_version, table_location
 
 
 class TableVersion(NamedTuple):
@@ -38,7 +39,7 @@ class TableVersions:
         if name not in self._locations:
             if not self.spark.catalog.tableExists(name):
                 return None
-            self._locations[name] = self.spark.sql(f"describe detail {_quoted(name)}").first()["location"]
+            self._locations[name] = table_location(self.spark, _quoted(name))
         return self._locations[name]
 
     def location(self, name: str) -> str | None:
@@ -49,12 +50,11 @@ class TableVersions:
         location = self._location(name)
         if location is None:
             return None
-        snapshot = latest_snapshot(self.spark, delta_log(self.spark, location))
-        version = int(snapshot.version())
-        if version < 0:  # dropped (and perhaps made again elsewhere): look the name up again next time
+        version, table_id = latest_version(self.spark, location)
+        if table_id is None:  # dropped (and perhaps made again elsewhere): look the name up again next time
             self._locations.pop(name, None)
             return None
-        return TableVersion(str(snapshot.metadata().id()), version)
+        return TableVersion(table_id, version)
 
     def rows_added(self, name: str, since: TableVersion | None, until: TableVersion | None) -> int | None:
         """Rows the commits after `since` up to `until` added to the table (its log's add actions' statistics).
@@ -80,15 +80,10 @@ class TableVersions:
         if location is None:
             return None
         try:
-            log = delta_log(self.spark, location)
-            changes = log.getChanges(since.version + 1, until.version, True)
             rows, seen, schema_changed = 0, 0, False
-            while changes.hasNext():
-                commit = changes.next()
+            for _, texts in commit_texts(self.spark, location, since.version + 1, until.version):
                 seen += 1
-                actions = commit._2().iterator()
-                while actions.hasNext():
-                    text = actions.next().json()
+                for text in texts:
                     if text.startswith('{"metaData":'):  # a new schema (or table properties)
                         schema_changed = True
                     elif text.startswith('{"add":') and rows is not None:  # (a commitInfo's text is not always valid JSON)
@@ -113,16 +108,8 @@ class TableVersions:
         location = self._location(name)
         if location is None:
             return None
-        found: list[list[str]] = []
         try:
-            log = delta_log(self.spark, location)
-            changes = log.getChanges(since.version + 1, until.version, True)
-            while changes.hasNext():
-                actions = changes.next()._2().iterator()
-                texts = []
-                while actions.hasNext():
-                    texts.append(actions.next().json())
-                found.append(texts)
+            found = [texts for _, texts in commit_texts(self.spark, location, since.version + 1, until.version)]
         except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
             return None
         return found if len(found) == until.version - since.version else None

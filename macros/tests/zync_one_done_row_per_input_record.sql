@@ -25,7 +25,7 @@ with done as (
 ),
 
 cursors as (
-    {{ zync_test_cursors(model) | indent(4) }}
+    {{ zync_cursors(model) | indent(4) }}
 ),
 
 inputs as (
@@ -36,8 +36,8 @@ below_cursor as (
     select inputs.input_topic, inputs.input_partition, inputs.input_offset
     from inputs
     inner join cursors
-        on inputs.input_topic = cursors.input_topic
-        and inputs.input_partition = cursors.input_partition
+        on inputs.input_topic = cursors.topic
+        and inputs.input_partition = cursors.partition
     where inputs.input_offset < cursors.cursor_offset
 )
 

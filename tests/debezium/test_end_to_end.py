@@ -18,8 +18,8 @@ import io
 
 from demo.postgres import connectors
 from service.run import Service
-from service.status import RunStatus
 from testkit.invoices import SCHEMA, invoices_project
+from zync.progress import Progress
 
 REPLAY_BEFORE_STEP = 4  # (1-based) after three steps every invoice of the snapshot has been paired
 
@@ -30,7 +30,7 @@ def run_steps(debezium, target, project, names: connectors.Names, model: str) ->
     replayed = 0
     expected: list[dict] = []
     log = io.StringIO()
-    with Service(target, root=project.path, select=model, status=RunStatus(stream=log, live=False)) as service:
+    with Service(target, root=project.path, select=model, status=Progress.for_run(stream=log, live=False)) as service:
         for step, (file, _) in enumerate(connectors.STEPS, start=1):
             if step == REPLAY_BEFORE_STEP:
                 replayed = debezium.replay(names.topics["invoices"], 0)

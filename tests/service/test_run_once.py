@@ -16,13 +16,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from service.run import Service
-from service.status import RunStatus
 from testkit.invoices import SCHEMA, invoices_project
 from testkit.scratch import set_dbt_vars
+from zync.progress import Progress
 
 
 def quiet_service(target, project, **options) -> Service:
-    return Service(target, root=project.path, status=RunStatus(stream=io.StringIO(), live=False), **options)
+    return Service(target, root=project.path, status=Progress.for_run(stream=io.StringIO(), live=False), **options)
 
 
 def test_run_once_gives_zyncs_stream_and_an_idle_cycle_changes_nothing(target, spark, tmp_path):

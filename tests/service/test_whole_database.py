@@ -17,10 +17,10 @@ from confluent_kafka import Producer
 
 from service.etl_status import render_failures
 from service.run import Service
-from service.status import RunStatus
 from testkit.invoices import DEMO, ROOT
 from testkit.scratch import make_scratch_project
 from zync import kafka_client, topics
+from zync.progress import Progress
 
 SCHEMA = "zync"
 PREFIX = "wholedb.public."
@@ -66,7 +66,7 @@ def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_faili
     poison.produce(PREFIX + "broken", key=b"\x00\x00\x00\x00\x01", value=b"not avro at all")
     poison.flush()
     log = io.StringIO()
-    with Service(target, root=project.path, status=RunStatus(stream=log, live=False)) as service:
+    with Service(target, root=project.path, status=Progress.for_run(stream=log, live=False)) as service:
         service.discovery.every_s = 0  # look at the broker's topics every cycle
         cycles_until(service, lambda: {"wholedb_customers", "wholedb_orders"} <= {m.name for m in service.models}
                      and spark.catalog.tableExists(f"{SCHEMA}.wholedb_orders"))

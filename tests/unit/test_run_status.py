@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import json
 
-from service import status
-from service.status import HEARTBEAT_S, RunStatus, StageReport
+from zync import progress
+from zync.progress import HEARTBEAT_S, Progress, StageReport
 
 
 class Clock:
@@ -19,9 +19,9 @@ class Clock:
 
 def test_an_idle_service_logs_one_heartbeat_a_minute_and_busy_cycles_log_each_stage(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(status.time, "monotonic", clock)
+    monkeypatch.setattr(progress.time, "monotonic", clock)
     out = io.StringIO()
-    run = RunStatus(stream=out, live=False)
+    run = Progress.for_run(stream=out, live=False)
     for _ in range(int(3 * HEARTBEAT_S)):  # three idle minutes, a cycle a second
         clock.now += 1.0
         run.cycle([], 0.02)

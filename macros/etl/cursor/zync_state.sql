@@ -1,7 +1,8 @@
 {#
   What the output table says before this run, read once when the model is
-  rendered: the cursor (low-water mark) of every input topic/partition, from
-  the cursor rows. Returns {'incremental': bool, 'cursors': {topic: {partition: offset}}}.
+  rendered: the cursor (low-water mark) of every input topic/partition
+  (zync_cursors; the output topic's own is read when the INSERT runs,
+  zync_next_output_offset). Returns {'incremental': bool, 'cursors': {topic: {partition: offset}}}.
 
   The cursors become literals in the scans (`zync_from_cursor`), which is what
   lets Delta skip every file below them. A cursor read here may be stale by
@@ -13,11 +14,7 @@
 {% macro zync_state(output_topic) -%}
   {%- set state = {'incremental': zync_is_incremental(), 'cursors': {}} -%}
   {%- if execute and state.incremental and var('zync_cursor', true) -%}
-    {%- set rows = run_query(
-        "select kafka.topic, kafka.partition, max(kafka.offset) from " ~ this
-        ~ " where kind = 'cursor' and kafka.topic <> " ~ zync_string(output_topic) ~ " group by 1, 2"
-    ) -%}
-    {%- for row in rows -%}
+    {%- for row in run_query(zync_cursors(this)) if row[0] != output_topic -%}
       {%- do state.cursors.setdefault(row[0], {}).update({row[1] | int: row[2] | int}) -%}
     {%- endfor -%}
     {%- do zync_leave_note('cursors', state.cursors) -%}

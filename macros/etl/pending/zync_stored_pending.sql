@@ -11,10 +11,7 @@
 select raw.*
 from {{ relation }} as raw
 left join (
-    select kafka.partition, max(kafka.offset) as offset
-    from {{ output }}
-    where kind = 'cursor' and kafka.topic = {{ zync_string(topic) }}
-    group by kafka.partition
+    {{ zync_cursors(output, topic) | indent(4) }}
 ) as cursors
     on raw.kafka.partition = cursors.partition
 left anti join (
@@ -22,5 +19,5 @@ left anti join (
 ) as done
     on raw.kafka.partition = done.kafka.partition and raw.kafka.offset = done.kafka.offset
 where raw.kafka.topic = {{ zync_string(topic) }}
-    and raw.kafka.offset >= coalesce(cursors.offset, 0)
+    and raw.kafka.offset >= coalesce(cursors.cursor_offset, 0)
 {%- endmacro %}

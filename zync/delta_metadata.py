@@ -1,0 +1,134 @@
+"""Delta tables' metadata: where a table lives, its versions and commits, its history, its checksums, its schema.
+
+Every reader of a table's log goes through here, and in a process with Spark the log is read one
+way: Delta's own DeltaLog on the driver (zync/spark_internals.py), which lists the _delta_log
+folder and reads commits' JSON without a Spark job, in milliseconds; `zync run` asks it for
+versions every cycle. Where another reader is used (the catalog, DESCRIBE HISTORY, the checksum
+file, delta-rs), its function says why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlparse
+
+from zync.spark_internals import delta_log, delta_tables, java_session, latest_snapshot
+
+if TYPE_CHECKING:
+    from py4j.java_gateway import JavaObject
+    from pyspark.sql import SparkSession
+
+
+class HistoryEntry(NamedTuple):
+    """One commit as the table's history shows it."""
+
+    version: int
+    operation: str  # WRITE, MERGE, OPTIMIZE, ...
+    timestamp: datetime
+    user_metadata: str | None
+
+
+def table_location(spark: SparkSession, name: str) -> str:
+    """The storage location (a URI, e.g. file:/...) of a catalog table; `name` as SQL spells it (quoted).
+
+    Asked of the catalog (DESCRIBE DETAIL, a Spark command): DeltaLog takes a location, not a name.
+    Callers keep the answer while the table is there.
+    """
+    return spark.sql(f"describe detail {name}").first()["location"]
+
+
+def is_delta_table(spark: SparkSession, location: str) -> bool:
+    return bool(delta_tables(spark).isDeltaTable(java_session(spark), location))
+
+
+def latest_version(spark: SparkSession, location: str) -> tuple[int, str | None]:
+    """(the newest version, the table's id); (-1, None) when no table is there (any more)."""
+    snapshot = latest_snapshot(spark, delta_log(spark, location))
+    version = int(snapshot.version())
+    if version < 0:
+        return version, None
+    return version, str(snapshot.metadata().id())
+
+
+def latest_transaction(spark: SparkSession, location: str, app_id: str) -> tuple[int, int]:
+    """(the newest version, the last idempotent-write version of `app_id` in it, -1 for none), from one snapshot."""
+    snapshot = latest_snapshot(spark, delta_log(spark, location))
+    found = snapshot.transactions().get(app_id)
+    return int(snapshot.version()), int(found.get()) if found.isDefined() else -1
+
+
+def _changes(spark: SparkSession, location: str, start: int, end: int | None,
+             fail_on_gap: bool) -> Iterator[tuple[int, JavaObject]]:
+    log = delta_log(spark, location)
+    changes = (log.getChanges(int(start), fail_on_gap) if end is None
+               else log.getChanges(int(start), int(end), fail_on_gap))
+    while changes.hasNext():
+        change = changes.next()
+        yield int(change._1()), change._2()
+
+
+def commit_actions(spark: SparkSession, location: str, start: int) -> Iterator[tuple[int, list[JavaObject]]]:
+    """(version, its actions as Delta's objects) of each commit from `start` to the newest, oldest first.
+
+    The objects, not their JSON: a commitInfo's text is not always valid JSON, and its operation
+    metrics and user metadata are read from it. A commit whose file is gone is passed over.
+    """
+    for version, actions in _changes(spark, location, start, None, False):
+        yield version, [actions.apply(i) for i in range(actions.size())]
+
+
+def commit_texts(spark: SparkSession, location: str, start: int, end: int) -> Iterator[tuple[int, list[str]]]:
+    """(version, its actions' JSON text) of each commit from `start` to `end`, oldest first.
+
+    Raises when a commit's file is gone (a log cleaned up): the caller cannot count what it missed.
+    """
+    for version, seq in _changes(spark, location, start, end, True):
+        texts, actions = [], seq.iterator()
+        while actions.hasNext():
+            texts.append(actions.next().json())
+        yield version, texts
+
+
+def history(spark: SparkSession, name: str, limit: int) -> list[HistoryEntry]:
+    """The newest `limit` commits of a catalog table (`name` as SQL spells it), newest first.
+
+    Read with DESCRIBE HISTORY rather than DeltaLog: one JVM call returns the few fields wanted from
+    every commit, where walking DeltaLog's commits from Python costs a py4j round trip per action.
+    """
+    rows = (spark.sql(f"describe history {name} limit {int(limit)}")
+            .select("version", "operation", "timestamp", "userMetadata").collect())
+    return [HistoryEntry(int(r["version"]), r["operation"], r["timestamp"], r["userMetadata"]) for r in rows]
+
+
+def checksum_figures(location: str | None, version: int) -> tuple[int, int] | None:
+    """(files, bytes) of a table's version from Delta's checksum file beside its commit, if it is local and there.
+
+    Read as a file: DeltaLog reads a checksum only to verify a snapshot it loads, and offers no figures.
+    """
+    if not location or not location.startswith("file:"):
+        return None
+    path = Path(urlparse(location).path) / "_delta_log" / f"{version:020d}.crc"
+    try:
+        figures = json.loads(path.read_text())
+        return int(figures["numFiles"]), int(figures["tableSizeBytes"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def schema_without_spark(folder: Path) -> dict[str, Any] | None:
+    """The current schema of the Delta table in `folder` (Delta's JSON struct type), None if there is none.
+
+    Read with delta-rs (`deltalake`), not DeltaLog: `zync etl compile` starts no JVM. delta-rs follows
+    checkpoints, so a table whose early commits were cleaned up still has its schema.
+    """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return json.loads(DeltaTable(str(folder)).schema().to_json())
+    except TableNotFoundError:
+        return None
