@@ -284,19 +284,35 @@ class Soak:
     figures: dict[str, Any] = field(default_factory=dict)
 
 
-def soak(target, spec: Soak) -> dict:
-    """Run the soak on the services `target` names; the report (the caller prints, plots and saves it)."""
+def soak_project(target, spec: Soak, transforms: dict[str, str] | None = None):
+    """The soak's project in spec.folder, compiled: the invoices transform and its mirror, the database's
+    `topics:` entry, and `transforms` (file name -> text) beside them; returns it with the database source.
+
+    `transforms` lets one `zync run` carry other projects' models too (a test's, which then shares the
+    soak's process instead of starting a JVM of its own)."""
     from testkit.invoices import invoices_project
-    from zync.config import state_dir
-    from zync.tables import raw_table_name
 
     spec.folder.mkdir(parents=True, exist_ok=True)
     project = invoices_project(spec.folder, "Soak")
     source = wide.Source(target, SERVER, spec.tables, spec.seed)
     (project.path / "transforms" / "database.yml").write_text(wide.pattern_mirror_file(SERVER, source.topics))
+    for name, text in (transforms or {}).items():
+        (project.path / "transforms" / name).write_text(text)
     compiled = wide.zync("etl", "compile", cwd=project.path)
     if compiled.returncode != 0:
         raise SystemExit(f"zync etl compile failed:\n{compiled.stdout}{compiled.stderr}")
+    return project, source
+
+
+def soak(target, spec: Soak, prepared=None, run: wide.ZyncRun | None = None) -> dict:
+    """Run the soak on the services `target` names; the report (the caller prints, plots and saves it).
+
+    prepared: soak_project's answer, and run: a `zync run` of that project already going (the soak
+    then measures from where it stands; it stops it all the same)."""
+    from zync.config import state_dir
+    from zync.tables import raw_table_name
+
+    project, source = prepared or soak_project(target, spec)
     warehouse = state_dir() / "warehouse" / f"{SCHEMA}.db"
     raw = {t: raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
     mirrors = {t: wide.mirror_name(SERVER, t) for t in source.tables}
@@ -308,8 +324,8 @@ def soak(target, spec: Soak) -> dict:
     producer = InvoiceProducer(target, project)
     consumer = latency.Consumer(target, project.output_topic)
     consumer.start()
-    run = wide.ZyncRun(project.path, spec.folder / "zync-run.log",
-                       options=("--metrics", f"127.0.0.1:{spec.metrics_port}"))
+    run = run or wide.ZyncRun(project.path, spec.folder / "zync-run.log",
+                              options=("--metrics", f"127.0.0.1:{spec.metrics_port}"))
     sampler = Sampler(run, folders, spec.metrics_port, spec.sample_s)
     logs = {t: wide.MirrorLog(warehouse, mirrors[t], raw[t]) for t in source.tables}
     invoice_log = wide.MirrorLog(warehouse, invoices_mirror, raw_invoices)

@@ -102,6 +102,13 @@ class InvoicesProject:
         return kafka_client.high_water_marks(target, self.output_topic)[0]
 
 
+def invoices_transforms(prefix: str) -> dict[str, str]:
+    """The invoices demo's transform files (name -> text), every topic, table and model renamed with `prefix`."""
+    names = InvoicesProject(Path(), prefix)
+    return {source.name: _NAMES.sub(lambda m: names.name(m.group(1)), source.read_text())
+            for source in sorted((DEMO / "transforms").glob("*.yml"))}
+
+
 def invoices_project(base: Path, prefix: str) -> InvoicesProject:
     """A user's project in base/<prefix> whose transforms are the invoices demo's, renamed with `prefix`."""
     project = InvoicesProject(base / prefix.lower(), prefix)
@@ -110,9 +117,9 @@ def invoices_project(base: Path, prefix: str) -> InvoicesProject:
     for name in _LINKED:
         (project.path / name).symlink_to(ROOT / name)
     paths = []
-    for source in sorted((DEMO / "transforms").glob("*.yml")):
-        path = project.path / "transforms" / source.name
-        path.write_text(_NAMES.sub(lambda m: project.name(m.group(1)), source.read_text()))
+    for name, text in invoices_transforms(prefix).items():
+        path = project.path / "transforms" / name
+        path.write_text(text)
         paths.append(path)
     write_outputs(compile_transforms(paths, project.path), project.path)
     return project

@@ -1,7 +1,13 @@
-"""A real Prometheus scrapes a running `zync run` of the invoices demo; its /healthz; VACUUM after compaction.
+"""One `zync run` watched from outside: a real Prometheus scrapes it, its /healthz, VACUUM after compaction,
+and then bench/soak.py's short soak on the same process.
 
-One `zync run` process and one Prometheus server (Debian's, `make prometheus`),
-both on loopback, through two batches of the demo, the second produced while
+The two tests share one `zync run` (a module fixture): each new `zync run` starts its own Spark JVM
+and pays a cold first cycle, most of a minute on a loaded 2-core machine. Its project holds the
+invoices demo twice (prefix Metr for the first test, Soak for the second) and the soak's database
+entry, so neither test's figures count the other's records.
+
+The first test: one Prometheus server (Debian's, `make prometheus`), on loopback
+like the run, through two batches of the demo, the second produced while
 the first is still on its way (so the topic's lag shows while a cycle runs):
 - freshness: every input change is counted once per model that applies it
   (the output: when published; the mirror: when ingested), the newest's gauge
@@ -14,6 +20,14 @@ the first is still on its way (so the topic's lag shows while a cycle runs):
   JVM is stopped (SIGSTOP) past --stale-after, 200 again once it runs on;
 - VACUUM: with --compact-after 2 and --vacuum-retention 1s the compacted raw
   table's folder holds only its current files, and the rows are unchanged.
+
+The second, on the process the first left running (after its engine was stopped and resumed):
+bench/soak.py producing for 24 s at 20 events/s in two windows of 12 s, which shows that every
+figure is measured (latency to the output topic and to the mirrors, memory, heap after GC, files,
+disk, cycles) and that nothing is lost or duplicated; then SIGTERM, and the process exits 0.
+Timings are not asserted: the machine's load decides them, and so do the first test's options,
+which the soak runs under too (compaction every second commit, VACUUM at 1 s). The hour-long soak
+is a benchmark (docs/benchmarks.md), with zync run's defaults.
 """
 
 from __future__ import annotations
@@ -24,15 +38,18 @@ import signal
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from bench import wide
+from bench.soak import Soak, soak, soak_project
 from service.etl_status import render_freshness
 from service.freshness import freshness_file, read_freshness
-from testkit.harness import RunProcess, engine_pid, wait_until
-from testkit.invoices import DEMO, SCHEMA, InvoicesProject, invoices_project
+from testkit.harness import engine_pid, wait_until
+from testkit.invoices import DEMO, SCHEMA, InvoicesProject, invoices_transforms
 from testkit.prometheus import Prometheus
 from tests.conftest import TEST_STATE
 
@@ -40,9 +57,30 @@ METRICS_PORT, PROMETHEUS_PORT = 29471, 29190
 STALE_AFTER_S = 6
 
 
-@pytest.fixture
-def project(tmp_path) -> InvoicesProject:
-    return invoices_project(tmp_path, "Metr")
+@dataclass
+class SharedRun:
+    spec: Soak
+    prepared: tuple  # soak_project's answer
+    run: wide.ZyncRun
+    project: InvoicesProject  # the first test's copy of the demo
+
+
+@pytest.fixture(scope="module")
+def shared_run(target, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("observed")
+    spec = Soak(folder, seconds=24, rate=20, window_s=12, tables=2, rows=20, sample_s=3, drain_s=300,
+                metrics_port=METRICS_PORT)
+    metrics_transforms = {f"metr_{name}": text for name, text in invoices_transforms("Metr").items()}
+    prepared = soak_project(target, spec, metrics_transforms)
+    path = prepared[0].path
+    run = wide.ZyncRun(path, folder / "zync-run.log",
+                       options=("--metrics", f"127.0.0.1:{METRICS_PORT}", "--compact-after", "2",
+                                "--vacuum-retention", "1s", "--stale-after", f"{STALE_AFTER_S}s"))
+    yield SharedRun(spec, prepared, run, InvoicesProject(path, "Metr"))
+    # The soak stops the run and checks its exit; without it (a test selected alone, or one that
+    # failed early) the same check happens here.
+    if run.process.poll() is None:
+        assert run.stop()["exit_code"] == 0, run.log.read_text()[-3000:]
 
 
 def _records(batches: range, topic: str) -> int:
@@ -58,11 +96,9 @@ def _healthz() -> tuple[int, dict]:
         return e.code, json.loads(e.read())
 
 
-def test_prometheus_scrapes_freshness_and_lag_health_and_vacuum(target, spark, project, tmp_path):
+def test_prometheus_scrapes_freshness_and_lag_health_and_vacuum(target, spark, shared_run):
+    project, run = shared_run.project, shared_run.run
     prometheus = Prometheus(TEST_STATE / "prometheus", PROMETHEUS_PORT, [f"127.0.0.1:{METRICS_PORT}"])
-    run = RunProcess(project, tmp_path / "zync-run.log",
-                     options=("--metrics", f"127.0.0.1:{METRICS_PORT}", "--compact-after", "2",
-                              "--vacuum-retention", "1s", "--stale-after", f"{STALE_AFTER_S}s"))
     output, mirror = project.name("new_invoices"), project.name("invoices_mirror")
     invoices, statuses = project.name("Invoices"), project.name("InvoiceStatus")
     raw_invoices = f"{SCHEMA}.{project.name('raw_invoices')}"
@@ -145,8 +181,27 @@ def test_prometheus_scrapes_freshness_and_lag_health_and_vacuum(target, spark, p
         finally:
             os.kill(jvm, signal.SIGCONT)
         wait_until(lambda: _healthz()[0] == 200, "healthy again", run, timeout=60)
-        assert run.terminate() == 0
     finally:
-        if run.process.poll() is None:
-            run.kill()
         prometheus.stop()
+
+
+def test_a_short_soak_reports_every_figure(target, shared_run):
+    report = soak(target, shared_run.spec, shared_run.prepared, shared_run.run)
+    assert report["outputs_missing"] == report["mirror_missing"] == report["duplicates"] == report["errors"] == 0
+    assert report["memory_peak"]["exit_code"] == 0
+    assert 0 < report["first_output_after_produce_s"] < report["first_output_after_start_s"]
+    assert [w["window"] for w in report["windows"]] == [1, 2]
+    for w in report["windows"]:
+        assert 180 <= w["events"] <= 300  # 20 events/s for 12 s, the two producers' rounding aside
+        for what in ("output", "mirror"):
+            assert w[what]["n"] > 0 and 0 <= w[what]["p50_s"] <= w[what]["p99_s"] < 300
+        assert w["python_rss_mb"] > 20 and w["jvm_rss_mb"] > 200 and 0 < w["heap_after_gc_mb"] < w["jvm_rss_mb"]
+        assert w["files_per_table_max"] >= 1 and w["disk_files_max"] >= w["files_per_table_max"]
+        assert w["disk_mb"] > 0
+    assert sum(w["cycles"] for w in report["windows"]) >= 2
+    # 8 tables: the invoices' two raw tables, output and mirror base; the database's raw tables and bases.
+    assert len(report["samples"][-1]["disk_files"]) == 8 and len(report["samples"][-1]["live_files"]) == 8
+    assert report["samples"][-1]["disk_bytes"] > report["samples"][0]["disk_bytes"]
+    assert set(report["targets"]) == {"last_p50_within_1.2x_first", "python_rss_flat", "jvm_rss_flat",
+                                      "files_per_table_flat", "disk_grows_with_data"}
+    assert all(v in (True, False, None) for v in report["targets"].values())
