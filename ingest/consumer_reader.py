@@ -43,10 +43,17 @@ class ConsumerReader:
         self.progress = progress
         self.batch_size = batch_size
         self.max_interval = max_interval
+        self._kept: Consumer | None = None  # the consumer a read with keep=True left open
 
-    def read(self, exit_after: float | None) -> None:
-        """Consume every topic from its read offsets, take message by message, commit in the background."""
-        consumer = kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.states)}")
+    def read(self, exit_after: float | None, keep: bool = False) -> None:
+        """Consume every topic from its read offsets, take message by message, commit in the background.
+
+        keep: the consumer stays open for the next read (close() ends it). A kept Ingest (zync
+        run) reads a few records per topic every cycle, where a new consumer's connections and
+        first fetch would cost more than the records.
+        """
+        consumer = self._kept or kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.states)}")
+        self._kept = None
         assignment = [TopicPartition(topic, p, state.read_offsets.get(p, OFFSET_BEGINNING))
                       for topic, state in self.states.items()
                       for p in self.partitions[topic]]
@@ -55,12 +62,24 @@ class ConsumerReader:
         lag_at = 0.0
         try:
             while True:
-                polled = consumer.consume(num_messages=min(self.batch_size, POLL_MESSAGES), timeout=0.2)
+                wanted = min(self.batch_size, POLL_MESSAGES)
+                if exit_after == 0:
+                    # Ask for no more than the start's marks hold: consume() returns as soon as they are
+                    # read, instead of waiting out its timeout for a batch's worth.
+                    wanted = max(1, min(wanted, self._left(caught_up)))
+                polled = consumer.consume(num_messages=wanted, timeout=0.2)
                 for msg in polled:
                     self._check(msg)
+                    if msg.error() is None and msg.offset() < self.states[msg.topic()].read_offsets.get(msg.partition(), 0):
+                        continue  # fetched before this read's assign moved the partition on: taken already
                     caught_up.active()
                     self._take(msg)
                     caught_up.read_to(msg.topic(), msg.partition(), msg.offset() + 1)
+                if not polled:
+                    # Past a transaction's marker or compacted-away offsets: no message, the position moved.
+                    for tp in consumer.position([TopicPartition(t, p) for t, p in caught_up.behind]):
+                        if tp.offset >= 0:
+                            caught_up.read_to(tp.topic, tp.partition, tp.offset)
                 self.progress.read(len(polled))
                 now = time.monotonic()
                 for state in self.states.values():
@@ -75,13 +94,29 @@ class ConsumerReader:
                     self.committer.commit_all()
                     if caught_up.done(exit_after):
                         break
+        except BaseException:
+            keep = False  # an error's consumer may hold a fetch past what was taken: the next read starts anew
+            raise
         finally:
             # A batch handed to Spark lands (or fails) before the run ends; whatever was read
             # but not handed over is read again by the next run.
             try:
                 self.committer.wait()
             finally:
-                consumer.close()
+                if keep:
+                    self._kept = consumer
+                else:
+                    consumer.close()
+
+    def close(self) -> None:
+        """Close the consumer a read kept open, if any."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.close()
+
+    def _left(self, caught_up: CaughtUp) -> int:
+        """Offsets between what was read and the start's marks: the messages left, but for markers."""
+        return sum(max(0, high - self.states[t].read_offsets.get(p, 0)) for (t, p), high in caught_up.behind.items())
 
     def read_range(self, state: TopicState, ranges: Mapping[int, tuple[int, int]]) -> None:
         """Read exactly the planned offsets and take them message by message (a batch Spark could not take)."""

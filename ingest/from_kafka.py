@@ -50,6 +50,10 @@ from zync.wire import Registry
 DEFAULT_BATCH_SIZE = {"spark": 1_000_000, "python": 250_000}
 DEFAULT_MAX_INTERVAL_S = 5.0
 READERS = ("spark", "python")
+# A kept Ingest (zync run) reads a backlog up to this many records with its warm consumer, even when
+# Spark is its reader: a Spark job costs ~0.7 s however few records it reads, the consumer
+# milliseconds, and a whole database's cycle pays that once per changed table (bench/wide.py).
+SMALL_BACKLOG = 10_000
 
 
 def ingest_progress(live: bool | None = None, quiet: bool = False, **options) -> Progress:
@@ -121,28 +125,38 @@ class Ingest:
                            self.progress, self.batch_size, self.max_interval, self.batches_read,
                            self.committer.shape)
 
-    def run(self, exit_after: float | None = None) -> int:
+    def run(self, exit_after: float | None = None, marks: kafka_client.Watermarks | None = None) -> int:
         """Ingest until `exit_after` passes with nothing new (None: until interrupted); return the records committed.
 
         The same Ingest may run again (zync run keeps one per topic): the first run resumes from
         the tables' offsets, later ones go on from what this one committed, which the tables'
         idempotent appends check (another writer meanwhile stops the run; make a new Ingest then).
+        `marks`: the topics' watermarks, if the caller has them (kafka_client.watermarks): their
+        partitions need no metadata request, and a small backlog behind them is read by the warm
+        consumer (SMALL_BACKLOG).
         """
         committed_before = sum(s.committed for s in self.states.values())
         dead_before = sum(s.dead_lettered for s in self.states.values())
+        small = self._resumed and exit_after == 0 and marks is not None \
+            and sum(self.waiting(None, marks).values()) <= SMALL_BACKLOG
         for topic, state in self.states.items():
             resume = state.resume() if not self._resumed else state.next_offsets
-            self.partitions[topic] = kafka_client.partitions(self.target, topic)
+            known = sorted(p for t, p in (marks or {}) if t == topic)
+            self.partitions[topic] = known or kafka_client.partitions(self.target, topic)
             self.progress.log("start", topic=topic, table=state.table.label, partitions=len(self.partitions[topic]),
-                              resume_offsets=resume, reader=self.reader)
+                              resume_offsets=resume, reader="python" if small else self.reader)
         self._resumed = True
-        reader: Reader = (self._spark_reader() if self.reader == "spark" else None) or self.consumer
+        reader: Reader | None = self._spark_reader() if self.reader == "spark" and not small else None
+        keep = marks is not None  # zync run: the consumer stays warm for the next cycle's run
         self.committer.start()
         try:
             try:
-                reader.read(exit_after)
+                if reader is None:
+                    self.consumer.read(exit_after, keep=keep)
+                else:
+                    reader.read(exit_after)
             except SparkCannotRead:  # logged where ingest/fallback.py decided it
-                self.consumer.read(exit_after)
+                self.consumer.read(exit_after, keep=keep)
         finally:
             self.committer.close()
         total = sum(s.committed for s in self.states.values()) - committed_before
@@ -155,7 +169,12 @@ class Ingest:
                              f"next offsets {offsets or 'none'}{dead_text})", with_rate=True)
         return total
 
-    def waiting(self, consumer: Consumer, marks: kafka_client.Watermarks | None = None) -> dict[tuple[str, int], int]:
+    def close(self) -> None:
+        """Close what a run kept open for the next (the warm consumer of zync run's small backlogs)."""
+        self.consumer.close()
+
+    def waiting(self, consumer: Consumer | None, marks: kafka_client.Watermarks | None = None
+                ) -> dict[tuple[str, int], int]:
         """Messages Kafka holds past what this Ingest committed, per (topic, partition) that has any.
 
         Before its first run, every partition with messages counts (the tables' offsets are not read
@@ -163,6 +182,7 @@ class Ingest:
         caller has them (kafka_client.watermarks); else they are asked of the broker here.
         """
         if marks is None:
+            assert consumer is not None, "waiting() needs a consumer or the marks"
             marks = {}
             for topic in self.states:
                 entry = consumer.list_topics(topic, timeout=kafka_client.METADATA_TIMEOUT_S).topics.get(topic)

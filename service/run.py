@@ -443,10 +443,10 @@ class Service:
                 if job.waiting(self.watcher, marks):
                     due.append((raw, job))
             except ZyncError as e:
-                self.ingests.pop(raw, None)
+                self._drop_ingest(raw)
                 self._failed("ingest", raw.topic, e)
         self.metrics.ingest_starting(raw.table for raw, _ in due)
-        outcomes = self._run_ingests(due)
+        outcomes = self._run_ingests(due, marks)
         if self.warm_up_first and not self.ready and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
             self.warm_up()  # a backlog would have warmed it with real work
         for raw, job, outcome in outcomes:
@@ -456,7 +456,7 @@ class Service:
                 # Another ingest wrote the table (ConcurrentIngestError), a poison message, a schema it
                 # cannot take: a new Ingest resumes from the table when this topic is tried again; the
                 # other topics go on.
-                self.ingests.pop(raw, None)
+                self._drop_ingest(raw)
                 self._failed("ingest", raw.topic, outcome)
                 continue
             self._succeeded("ingest", raw.topic)
@@ -484,7 +484,17 @@ class Service:
             self.status.note(f"warming the engine failed (the first changes pay for it instead): {e}",
                              warm_up="failed")
 
-    def _run_ingests(self, due: list[tuple[RawInput, Ingest]]) -> list[tuple[RawInput, Ingest, int | ZyncError]]:
+    def _drop_ingest(self, raw: RawInput) -> None:
+        """Forget a topic's Ingest (a new one resumes from its table), closing what it kept open."""
+        job = self.ingests.pop(raw, None)
+        if job is not None:
+            try:
+                job.close()
+            except Exception:  # noqa: BLE001 - a consumer that cannot close cleanly is gone all the same
+                pass
+
+    def _run_ingests(self, due: list[tuple[RawInput, Ingest]], marks: kafka_client.Watermarks | None
+                     ) -> list[tuple[RawInput, Ingest, int | ZyncError]]:
         """Run each due topic's ingest up to where its topic stood; (input, job, records or the error).
 
         Several at once: a small batch's time is mostly the driver's (planning, the Delta log and
@@ -495,7 +505,7 @@ class Service:
             if self.stopping.is_set():
                 return raw, job, 0
             try:
-                return raw, job, job.run(exit_after=0.0)
+                return raw, job, job.run(exit_after=0.0, marks=marks)
             except ZyncError as e:
                 return raw, job, e
             except Exception as e:  # noqa: BLE001 - Spark's own errors: this topic fails, the others go on
@@ -796,6 +806,8 @@ class Service:
         if engine_exit_status(self.spark) is None:
             logging.getLogger().removeFilter(self._quiet_dead_engine)
         self.watcher.close()
+        for raw in list(self.ingests):
+            self._drop_ingest(raw)
         if self.http is not None:
             self.http.shutdown()
             self.http.server_close()

@@ -51,3 +51,51 @@ def test_a_cycles_ingest_returns_under_a_steady_stream(producer, target, reader)
     finally:
         stop.set()
         streaming.join()
+
+
+def test_a_kept_ingest_reads_small_backlogs_with_its_warm_consumer_exactly_once(producer, target, spark):
+    """zync run's cycles after the first: a backlog of a few records is read by the consumer the Ingest
+    keeps open from cycle to cycle (a Spark job costs ~0.7 s however few it reads), while a producer
+    keeps writing, and every record lands once, in offset order."""
+    from zync import kafka_client
+    from zync.tables import raw_table_name
+
+    topic = producer.topic(unique("warm"))
+    producer.send(topic, KEY, envelope(ROW_V1), _rows(0, BACKLOG))
+    watcher, admin = kafka_client.consumer(target, group="zync-test-warm"), kafka_client.admin(target)
+    job = Ingest(target, [topic], progress=ingest_progress(live=False, stream=sys.stderr))
+    stop = threading.Event()
+    sent = [BACKLOG]
+
+    def stream() -> None:
+        while not stop.is_set():
+            producer.send(topic, KEY, envelope(ROW_V1), _rows(sent[0], 3))
+            sent[0] += 3
+            time.sleep(0.1)
+
+    streaming = threading.Thread(target=stream, daemon=True)
+    try:
+        marks = kafka_client.watermarks(watcher, admin, {topic})
+        assert job.run(exit_after=0.0, marks=marks) == BACKLOG  # the first run: Spark's reader
+        assert job.batches_read["spark"] == 1
+        streaming.start()
+        taken = BACKLOG
+        for _ in range(6):
+            time.sleep(0.3)
+            marks = kafka_client.watermarks(watcher, admin, {topic})
+            read = job.run(exit_after=0.0, marks=marks)
+            assert read > 0
+            taken += read
+        stop.set()
+        streaming.join()
+        marks = kafka_client.watermarks(watcher, admin, {topic})
+        taken += job.run(exit_after=0.0, marks=marks)
+        assert job.batches_read["spark"] == 1, "the small backlogs went to Spark"
+    finally:
+        stop.set()
+        job.close()
+        watcher.close()
+    assert taken == sent[0]
+    rows = spark.sql(f"select kafka.offset, key.id from zync.{raw_table_name(topic)} order by kafka.offset").collect()
+    assert [r.offset for r in rows] == list(range(sent[0]))  # each offset once
+    assert [r.id for r in rows] == list(range(sent[0]))
