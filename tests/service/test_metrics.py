@@ -141,10 +141,13 @@ def test_prometheus_scrapes_freshness_and_lag_health_and_vacuum(target, spark, s
                    == 0, "the freshness file", run, timeout=30)
         assert read_freshness(freshness)["models"][output]["newest_seconds"] > 0
         assert "newest change" in render_freshness(project.path, "local")
-        # Runs, rows, what egress published, the tables, the cycles, the engine.
-        assert prometheus.value(f"zync_model_runs_total{{{out}}}") >= 2
+        # Runs, rows, what egress published, the tables, the cycles, the engine. The two batches may
+        # meet in one run (a cycle that ingested batch 1's invoices before its statuses' topic had any
+        # leaves the output's first run to the next cycle, with batch 2 arrived): at least one run.
+        runs = prometheus.value(f"zync_model_runs_total{{{out}}}")
+        assert runs >= 1
         assert prometheus.value(f"zync_model_failures_total{{{out}}}") in (None, 0)
-        assert prometheus.value(f"zync_model_run_seconds_count{{{out}}}") >= 2
+        assert prometheus.value(f"zync_model_run_seconds_count{{{out}}}") >= 1
         assert prometheus.value(f"zync_model_rows_written_total{{{out}}}") > len(project.expected(2))
         assert prometheus.value(f"zync_model_records_published_total{{{out}}}") == len(project.expected(2))
         assert prometheus.value(f"zync_model_rows_pending{{{out}}}") == 0
