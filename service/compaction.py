@@ -11,11 +11,22 @@ Compaction is Delta's own OPTIMIZE (bin-packing): one commit with
 dataChange=false that replaces small files with fewer larger ones holding the
 same rows, so no reader sees a row added, lost or changed, and ingest's and
 egress's resume points, the cursors, the done rows and a mirror's stored
-cursor (which passes over OPTIMIZE commits) are untouched. Two bounds make it
-cheap for ever:
-- only files under MIN_FILE_BYTES are rewritten: a file that reached it stays
-  as it is, so each compaction costs what arrived since the last, not the
-  history;
+cursor (which passes over OPTIMIZE commits) are untouched.
+
+What it rewrites is chosen so that each byte is rewritten a few times at most,
+whatever the table's age. The files a compaction replaces stay on disk until
+VACUUM removes them after --vacuum-retention (7 days by default, for time
+travel), so a compaction that rewrote every small file each time (Delta's
+OPTIMIZE left to its own minFileSize) would rewrite a table's earlier
+compacted file again and again, and keep every copy for a week: bytes on disk
+quadratic in the table's age (bench/soak.py measured it). Instead, per
+partition, files are taken smallest first, and a file is taken only if the
+smaller files taken before it are together at least as large, or the one just
+before it at least half its size (tier_bound): a compacted file is rewritten
+only into one at least 1.5 times its size, so each byte is rewritten at most
+log1.5(MIN_FILE_BYTES / its first file's size) times (in practice a few), and
+the files left are a short series of growing sizes.
+- files at least MIN_FILE_BYTES are never rewritten;
 - a bin holds at most MAX_FILE_BYTES. Bins mix the offsets of the files they
   take, so a compacted file spans from its oldest to its newest record: the
   runs' scans from the cursors (which skip files by their largest offset)
@@ -38,7 +49,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from zync.delta_metadata import history
+from collections.abc import Iterable, Mapping
+
+from zync.delta_metadata import history, live_file_sizes
 from zync.spark import session_conf
 
 COMPACT_AFTER_COMMITS = 50  # commits since a table's last OPTIMIZE before `zync run` compacts it
@@ -67,13 +80,40 @@ class Compaction:
     table: str
     files_removed: int
     files_added: int
+    bytes_removed: int
     seconds: float
 
 
-def compaction_settings() -> dict[str, str]:
+def tier_bound(sizes: Iterable[int]) -> int:
+    """The size below which one partition's files are rewritten: the smallest file not taken.
+
+    Smallest first, a file is taken when the files taken before it hold at least its size, or the
+    one just before it is at least half its size (files of about one size go together, whatever
+    their spread); the smallest is always taken, files of MIN_FILE_BYTES and more never are. Either
+    way a file taken is rewritten into one at least 1.5 times its size.
+    """
+    taken = previous = 0
+    for size in sorted(s for s in sizes if s < MIN_FILE_BYTES):
+        if taken and size > taken and size > 2 * previous:
+            return size
+        taken, previous = taken + size, size
+    return MIN_FILE_BYTES
+
+
+def compaction_bound(partitions: Mapping[object, Iterable[int]]) -> int:
+    """Delta OPTIMIZE's minFileSize for a table whose files are `partitions` (their sizes by partition).
+
+    One bound for the whole table (OPTIMIZE takes one): the lowest of its partitions'. In every
+    partition the files under it are a prefix of what tier_bound would take there, so no partition
+    rewrites a file too early; a partition that could take more does at a later compaction.
+    """
+    return min((tier_bound(sizes) for sizes in partitions.values()), default=MIN_FILE_BYTES)
+
+
+def compaction_settings(min_file_bytes: int = MIN_FILE_BYTES) -> dict[str, str]:
     """The session settings that bound a compaction (Delta's OPTIMIZE file sizes)."""
     return {
-        "spark.databricks.delta.optimize.minFileSize": str(MIN_FILE_BYTES),
+        "spark.databricks.delta.optimize.minFileSize": str(min_file_bytes),
         "spark.databricks.delta.optimize.maxFileSize": str(MAX_FILE_BYTES),
     }
 
@@ -93,13 +133,16 @@ def compaction_state(spark, table: str, limit: int) -> tuple[int, float | None]:
     return count, None
 
 
-def compact(spark, table: str, parquet_settings: dict[str, str] | None = None) -> Compaction:
-    """OPTIMIZE `table` within the bounds above (Parquet files encoded as `parquet_settings` say, if given).
+def compact(spark, table: str, location: str, parquet_settings: dict[str, str] | None = None) -> Compaction:
+    """OPTIMIZE `table` (stored at `location`) within the bounds above (Parquet files encoded as
+    `parquet_settings` say, if given).
 
     It commits nothing when it removes no file.
     """
     started = time.monotonic()
-    with session_conf(spark, {**compaction_settings(), **(parquet_settings or {})}):
+    bound = compaction_bound(live_file_sizes(spark, location))
+    with session_conf(spark, {**compaction_settings(bound), **(parquet_settings or {})}):
         metrics = spark.sql(f"optimize {table}").first()["metrics"]
+    removed = metrics["filesRemoved"]
     return Compaction(table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]),
-                      time.monotonic() - started)
+                      int(removed["totalSize"]) if removed else 0, time.monotonic() - started)

@@ -688,7 +688,8 @@ class Service:
             if self.stopping.is_set():
                 break
             try:
-                done = compact(self.spark, table, PARQUET_SETTINGS if table in raw_tables else None)
+                done = compact(self.spark, table, self.versions.location(table),
+                               PARQUET_SETTINGS if table in raw_tables else None)
             except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
                 self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
                 continue
@@ -700,7 +701,8 @@ class Service:
             if done.files_removed and after == TableVersion(version.table_id, version.version + 1):
                 self._passed_over(table, version, after)
             removed += done.files_removed
-            tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added}
+            tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added,
+                             "bytes_removed": done.bytes_removed}
             self.metrics.compacted_table(table, done.files_removed, after)
             if done.files_removed:
                 self.vacuums.compacted(table, time.time())

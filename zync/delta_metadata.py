@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlparse
 
-from zync.spark_internals import delta_log, delta_tables, java_session, latest_snapshot
+from zync.spark_internals import delta_log, delta_tables, java_session, latest_snapshot, python_frame
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -59,6 +59,18 @@ def latest_transaction(spark: SparkSession, location: str, app_id: str) -> tuple
     snapshot = latest_snapshot(spark, delta_log(spark, location))
     found = snapshot.transactions().get(app_id)
     return int(snapshot.version()), int(found.get()) if found.isDefined() else -1
+
+
+def live_file_sizes(spark: SparkSession, location: str) -> dict[tuple, list[int]]:
+    """The sizes in bytes of the newest version's data files, by partition (a tuple of its values).
+
+    A Spark job over the snapshot's state, which Delta keeps cached on the driver: no data file is read.
+    """
+    files = python_frame(spark, latest_snapshot(spark, delta_log(spark, location)).allFiles())
+    sizes: dict[tuple, list[int]] = {}
+    for row in files.select("partitionValues", "size").collect():
+        sizes.setdefault(tuple(sorted((row["partitionValues"] or {}).items())), []).append(int(row["size"]))
+    return sizes
 
 
 def _changes(spark: SparkSession, location: str, start: int, end: int | None,

@@ -60,6 +60,14 @@ def delta_log(spark: SparkSession, location: str) -> JavaObject:
     return jvm_of(spark).org.apache.spark.sql.delta.DeltaLog.forTable(java_session(spark), location)
 
 
+def python_frame(spark: SparkSession, dataset: JavaObject) -> DataFrame:
+    """A Python DataFrame over a JVM Dataset that Delta's Scala API returned (a snapshot's files),
+    which PySpark has no public constructor for."""
+    from pyspark.sql import DataFrame
+
+    return DataFrame(dataset.toDF(), spark)
+
+
 def latest_snapshot(spark: SparkSession, log: JavaObject) -> JavaObject:
     """The log's newest snapshot. `DeltaLog.update` is Scala with default arguments, which py4j
     cannot leave out: it is given Scala's None for both optional ones."""

@@ -47,3 +47,10 @@ def test_windows_and_targets():
     assert verdicts(report) == {"last_p50_within_1.2x_first": True, "python_rss_flat": True, "jvm_rss_flat": True,
                                 "files_per_table_flat": True, "disk_grows_with_data": True}
     assert percentiles([]) == {"p50_s": None, "p99_s": None, "n": 0}
+
+    # Bytes on disk growing with the square of the events (each compaction rewriting all before it):
+    # the bytes per event over the second half grow with it.
+    quadratic = [_sample(start + t, disk=(1 + t) ** 2 << 10) for t in range(0, 241, 10)]
+    found = windows(start, start + 240, 60, output, mirror, quadratic, cycles, events + [start + 120 + t / 2
+                                                                                          for t in range(240)])
+    assert verdicts({"windows": found, "samples": report["samples"]})["disk_grows_with_data"] is False
