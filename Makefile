@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: prometheus setup demo demo-postgres demo-database test jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
+.PHONY: prometheus setup demo demo-postgres demo-database test fuzz jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
 
 setup: venv jars postgres class-archive prometheus
 
@@ -100,6 +100,14 @@ demo-database: setup
 
 test: setup
 	$(BIN)/pytest
+
+# The random-input tests at length: the compiler's and `zync produce`'s fuzzers with 3,000 examples
+# each, and 25 examples of random Avro schemas through ingest and egress with a new seed each run
+# (the suite runs 150, 150 and 2 of a fixed seed). ZYNC_FUZZ_SEED=N repeats a run.
+fuzz: setup
+	ZYNC_FUZZ_EXAMPLES=$${ZYNC_FUZZ_EXAMPLES:-3000} ZYNC_FUZZ_EXAMPLES_SLOW=$${ZYNC_FUZZ_EXAMPLES_SLOW:-25} \
+	  ZYNC_FUZZ_SEED=$${ZYNC_FUZZ_SEED:-} $(BIN)/pytest -p no:cacheprovider \
+	  tests/unit/test_compiler_fuzz.py tests/unit/test_produce_fuzz.py tests/ingest/test_type_fuzz.py
 
 # --purge also deletes what the state folder owns outside it (PostgreSQL's data, when run as root);
 # rm -rf is for a clone whose venv is gone.

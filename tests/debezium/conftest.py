@@ -118,14 +118,19 @@ class Debezium:
         return replayed
 
     def ingest(self, topic: str, table: str, n: int, rounds: int = 5) -> int:
-        """`zync from-kafka` in this process until the raw table has taken the topic's first n records."""
+        """`zync from-kafka` in this process until the raw table has taken the topic's first n records.
+
+        Each round reads what the topic holds when it starts and returns (exit_after 0, as a `zync run`
+        cycle): the callers wait for the records first, so an idle wait after them only cost time."""
         from ingest.from_kafka import Ingest
         from ingest.from_kafka import ingest_progress
 
         landed = 0
-        for _ in range(rounds):
+        for round_no in range(rounds):
+            if round_no:
+                time.sleep(1.0)
             landed += Ingest(self.target, [topic], table=table,
-                             progress=ingest_progress(live=False, stream=sys.stderr)).run(exit_after=3.0)
+                             progress=ingest_progress(live=False, stream=sys.stderr)).run(exit_after=0.0)
             if landed >= n:
                 break
         return landed

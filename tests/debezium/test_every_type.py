@@ -130,6 +130,17 @@ def streamed(debezium, spark):
     debezium.delete(CONNECTOR)
 
 
+@pytest.fixture(scope="module")
+def everything(streamed, tmp_path_factory):
+    """The output carrying every column, built once: the first test checks its run, the second its stop."""
+    project = make_scratch_project(tmp_path_factory.mktemp("dbzt") / "all",
+                                   {"wide.yml": denorm(OUT_ALL, "dbzt.EveryType", READS_ALL)})
+    started = time.monotonic()
+    project.dbt("run", "--select", OUT_ALL)
+    print(f"\n{OUT_ALL}: first dbt run (plan and run) {time.monotonic() - started:.1f}s")
+    return project
+
+
 def out_rows(spark, model: str) -> list:
     return spark.sql(f"select key.id as id, value, fields from zync.{model} where kind = 'out' "
                      "order by kafka.offset").collect()
@@ -142,11 +153,7 @@ def test_the_table_has_every_type_and_its_values_arrive(streamed, spark):
     assert spark.sql(f"select value.after.c_numeric_free.scale from zync.{RAW_WIDE} limit 1").count() == 1
 
 
-def test_an_output_carrying_every_column_plans_and_runs_typed(streamed, debezium, spark, tmp_path):
-    project = make_scratch_project(tmp_path / "all", {"wide.yml": denorm(OUT_ALL, "dbzt.EveryType", READS_ALL)})
-    started = time.monotonic()
-    project.dbt("run", "--select", OUT_ALL)
-    print(f"\n{OUT_ALL}: first dbt run (plan and run) {time.monotonic() - started:.1f}s")
+def test_an_output_carrying_every_column_plans_and_runs_typed(everything, debezium, spark):
     pairs = {r["id"]: r["value"]["row"] for r in out_rows(spark, OUT_ALL) if r["fields"] == ["row", "label"]}
     expected = {r["id"]: r for r in debezium.query(
         "select id, c_numeric_free, c_date, c_text, c_bigint from every_type", DB)}
@@ -160,11 +167,9 @@ def test_an_output_carrying_every_column_plans_and_runs_typed(streamed, debezium
     assert [r["id"] for r in out_rows(spark, OUT_ALL) if r["value"] is None] == [2]
 
 
-def test_a_value_no_spark_decimal_holds_stops_only_what_reads_it(streamed, debezium, spark, tmp_path):
+def test_a_value_no_spark_decimal_holds_stops_only_what_reads_it(streamed, everything, debezium, spark, tmp_path):
     some = make_scratch_project(tmp_path / "some", {"labels.yml": denorm(OUT_SOME, "dbzt.Labels", READS_SOME)})
     some.dbt("run", "--select", OUT_SOME)
-    everything = make_scratch_project(tmp_path / "all", {"wide.yml": denorm(OUT_ALL, "dbzt.EveryType", READS_ALL)})
-    everything.dbt("run", "--select", OUT_ALL)
 
     debezium.psql(rows(9, 9) + f"update every_type set c_numeric_free = {HUGE}, c_text = 'huge' where id = 9", DB)
     total = debezium.wait_records(WIDE, streamed[WIDE] + 2)
