@@ -4,11 +4,14 @@ Exactly once rests on two things Delta gives:
 - the batch and its Kafka offsets land in ONE commit, and the resume point is
   the table's own largest offset per partition, so a crash at any moment
   resumes with nothing lost and nothing repeated;
-- every commit is an idempotent Delta write (txnAppId = "zync-from-kafka",
-  txnVersion = the previous one + 1). Two ingests racing for the same table
-  both try to write the same txnVersion: Delta lets one win and fails the
-  other (ConcurrentTransactionException), or skips the late one's write; both
-  are caught here and stop that ingest with an error instead of a duplicate.
+- every commit records an idempotent-write version (txnAppId = "zync-from-kafka",
+  txnVersion = the previous one + 1) and checks, before and after, that no other
+  ingest committed since the version this one last saw. An append to an existing
+  table also declares that it read the whole table (ingest/delta_append.py), so
+  of two ingests racing for it Delta fails the later commit
+  (ConcurrentAppendException); the first append, which creates the table, is an
+  idempotent Delta write, and of two creators Delta lets one win. Each loser
+  stops with an error instead of a duplicate.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ingest.delta_append import CONCURRENT_MODIFICATION, TableReplacedError, append_reading_whole_table
 from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
 from zync.delta_metadata import commit_actions, is_delta_table, latest_transaction, table_location
@@ -296,14 +300,25 @@ class RawTable:
         version = self._txn_version + 1
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
-        writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
-                  .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
         try:
-            with self._creating(frame.schema, marker) if creating else nullcontext():
-                self._save(writer)
+            if creating:
+                writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
+                          .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
+                with self._creating(frame.schema, marker):
+                    self._save(writer)
+            else:
+                with self._session_conf(PARQUET_SETTINGS):
+                    append_reading_whole_table(self.spark, self._path(), frame, app_id=TXN_APP_ID, txn_version=version,
+                                               user_metadata=marker, seen_version=seen)
+        except TableReplacedError as e:
+            raise ZyncError(f"table {self.label} was dropped or replaced while this ingest wrote it ({e}); "
+                            "nothing of this batch was committed. Run the ingest again: it starts over from "
+                            "what the table holds now.") from None
         except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
             if caused_by(e, CONCURRENT_TRANSACTION):
                 raise self._conflict(where, "it committed the same batch number first") from None
+            if caused_by(e, CONCURRENT_MODIFICATION):
+                raise self._conflict(where, "it committed to the table while this batch was written") from None
             if creating and self._created_meanwhile():
                 raise self._conflict(where, "it created the table first") from None
             raise

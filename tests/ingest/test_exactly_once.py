@@ -8,13 +8,18 @@ is a Delta path (--location) read here by path.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import threading
 import time
 from collections import Counter
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ingest.delta_append import CONCURRENT_MODIFICATION, TableReplacedError, append_reading_whole_table
+from ingest.spark_errors import caused_by
 from ingest.table import ConcurrentIngestError, RawTable
 from zync.envelope import raw_row_schema as row_schema
 from tests.ingest.conftest import ZyncProcess, unique
@@ -118,3 +123,48 @@ def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, tmp_pa
     with pytest.raises(ConcurrentIngestError, match="another ingest is writing table"):
         second.append(batch, "batch 1")
     assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(3)})
+
+
+def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, tmp_path):
+    """Both began on the same table version and passed every check before writing; the one that
+    commits second must fail instead of adding its rows too (the race the before-and-after checks
+    cannot close: only Delta's conflict check sees a commit land while the files are written)."""
+    location = str(tmp_path / "table")
+    spark.range(3).write.format("delta").save(location)
+
+    @F.udf("long")
+    def slowly(value):
+        time.sleep(0.5)  # the slow writer is still writing its files when the quick one commits
+        return value
+
+    slow_rows = spark.range(10, 14, numPartitions=1).select(slowly("id").alias("id"))
+    outcome: dict[str, object] = {}
+
+    def slow_append():
+        try:
+            outcome["slow"] = append_reading_whole_table(spark, location, slow_rows, app_id="test", txn_version=1,
+                                                         user_metadata="slow", seen_version=0)
+        except Exception as e:  # noqa: BLE001 - the outcome under test
+            outcome["slow"] = e
+
+    writer = threading.Thread(target=slow_append)
+    writer.start()
+    time.sleep(0.5)
+    assert append_reading_whole_table(spark, location, spark.range(20, 22), app_id="test", txn_version=1,
+                                      user_metadata="quick", seen_version=0) == 1
+    writer.join()
+    assert isinstance(outcome["slow"], Exception), outcome
+    assert caused_by(outcome["slow"], CONCURRENT_MODIFICATION), outcome["slow"]
+    assert sorted(r.id for r in spark.read.format("delta").load(location).collect()) == [0, 1, 2, 20, 21]
+
+
+def test_an_append_to_a_table_dropped_since_it_was_seen_is_refused(spark, tmp_path):
+    """A by-location commit into a dropped table's folder would create a new table there."""
+    location = str(tmp_path / "table")
+    spark.range(3).write.format("delta").save(location)
+    spark.range(3).write.format("delta").mode("append").save(location)
+    shutil.rmtree(location)
+    with pytest.raises(TableReplacedError, match="below version 1"):
+        append_reading_whole_table(spark, location, spark.range(5), app_id="test", txn_version=1,
+                                   user_metadata="late", seen_version=1)
+    assert not os.path.exists(os.path.join(location, "_delta_log"))
