@@ -47,9 +47,8 @@ writes nothing; either way the rows it read were the same rows.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from zync.delta_metadata import history, live_file_sizes
 from zync.spark import session_conf
