@@ -42,15 +42,31 @@ def append_reading_whole_table(spark: SparkSession, location: str, frame: DataFr
     (a by-location write would otherwise create a table in a dropped one's folder).
     """
     jvm = jvm_of(spark)
+    sessions = jvm.org.apache.spark.sql.SparkSession
+    # Delta's jobs ask for the active session (per JVM thread): the one whose settings this write set,
+    # for the write only, as Spark's own commands do; the thread's next caller gets its own back.
+    previous = sessions.getActiveSession()
+    sessions.setActiveSession(java_session(spark))
+    try:
+        return _commit(spark, location, frame, app_id, txn_version, user_metadata, seen_version)
+    finally:
+        if previous.isDefined():
+            sessions.setActiveSession(previous.get())
+        else:
+            sessions.clearActiveSession()
+
+
+def _commit(spark: SparkSession, location: str, frame: DataFrame, app_id: str, txn_version: int,
+            user_metadata: str, seen_version: int) -> int:
+    jvm = jvm_of(spark)
     session = java_session(spark)
-    # Delta's jobs ask for the active session (per JVM thread): the one whose settings this write set.
-    jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
     scala = jvm.org.apache.spark.api.python.PythonUtils
     none = jvm.scala.Option.empty()
     log = delta_log(spark, location)
     txn = log.startTransaction()
-    if txn.readVersion() < seen_version:
-        raise TableReplacedError(f"the table at {location} is at version {txn.readVersion()}, "
+    read_version = int(txn.readVersion())
+    if read_version < seen_version:
+        raise TableReplacedError(f"the table at {location} is at version {read_version}, "
                                  f"below version {seen_version} that this ingest saw")
     txn.readWholeTable()
     append = jvm.org.apache.spark.sql.SaveMode.Append
