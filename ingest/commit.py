@@ -24,7 +24,7 @@ from ingest.pipeline import OneInFlight
 from ingest.topic import TopicState
 from zync.errors import ZyncError
 from zync.progress import Progress
-from zync.spark_internals import java_session, jvm_of
+from zync.spark_internals import java_class, java_session
 from zync.wire import DecodeError
 
 
@@ -86,7 +86,7 @@ class Committer:
         state, messages, table = batch.state, batch.messages, batch.state.table
         # Spark's active session is per JVM thread; without it this thread's catalog lookups
         # miss the Delta catalog (a by-name table then looks like an empty non-Delta one).
-        jvm_of(self.spark).org.apache.spark.sql.SparkSession.setActiveSession(java_session(self.spark))
+        java_class(self.spark, "org.apache.spark.sql.SparkSession").setActiveSession(java_session(self.spark))
         if batch.dead_letters:
             # Before the raw rows, never after: see ingest/dead_letters.py.
             last = batch.dead_letters[-1].message

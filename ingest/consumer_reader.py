@@ -45,12 +45,15 @@ class ConsumerReader:
         self.max_interval = max_interval
         self._kept: Consumer | None = None  # the consumer a read with keep=True left open
 
-    def read(self, exit_after: float | None, keep: bool = False) -> None:
+    def read(self, exit_after: float | None, keep: bool = False,
+             marks: kafka_client.Watermarks | None = None) -> None:
         """Consume every topic from its read offsets, take message by message, commit in the background.
 
         keep: the consumer stays open for the next read (close() ends it). A kept Ingest (zync
         run) reads a few records per topic every cycle, where a new consumer's connections and
         first fetch would cost more than the records.
+        marks: the partitions' watermarks if the caller has them (zync run reads every topic's at
+        a cycle's start): the read goes up to them without asking the broker again.
         """
         consumer = self._kept or kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.states)}")
         self._kept = None
@@ -58,7 +61,7 @@ class ConsumerReader:
                       for topic, state in self.states.items()
                       for p in self.partitions[topic]]
         consumer.assign(assignment)
-        caught_up = CaughtUp(self._start_marks(consumer, assignment))
+        caught_up = CaughtUp(self._start_marks(consumer, assignment, marks))
         lag_at = 0.0
         try:
             while True:
@@ -104,6 +107,10 @@ class ConsumerReader:
                 self.committer.wait()
             finally:
                 if keep:
+                    # Fetching stops till the next read: a fetch still in flight then (the broker holds
+                    # it up to fetch.wait.max.ms when there is nothing new) would hold up that read's
+                    # first fetch on the same connection, ~0.4 s a topic every cycle.
+                    consumer.unassign()
                     self._kept = consumer
                 else:
                     consumer.close()
@@ -183,12 +190,21 @@ class ConsumerReader:
             self.committer.commit(state)
 
     @staticmethod
-    def _start_marks(consumer: Consumer, assignment: list[TopicPartition]) -> dict[tuple[str, int], int]:
-        """High-water marks at the start of the partitions that have messages left to read."""
+    def _start_marks(consumer: Consumer, assignment: list[TopicPartition],
+                     known: kafka_client.Watermarks | None = None) -> dict[tuple[str, int], int]:
+        """High-water marks at the start of the partitions that have messages left to read.
+
+        A kept consumer's fetch to the broker is in flight when a read starts, and the broker
+        answers one request of a connection at a time: asking it for the marks waited out that
+        fetch (~0.4 s a topic, every cycle). Marks the caller read are used as they are.
+        """
         marks = {}
         for tp in assignment:
-            low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
-                                                       timeout=kafka_client.METADATA_TIMEOUT_S)
+            if known is not None and (tp.topic, tp.partition) in known:
+                low, high = known[(tp.topic, tp.partition)]
+            else:
+                low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
+                                                           timeout=kafka_client.METADATA_TIMEOUT_S)
             start = low if tp.offset < 0 else tp.offset
             if high > start:
                 marks[(tp.topic, tp.partition)] = high

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from zync.spark_internals import delta_log, java_frame, java_session, jvm_of
+from zync.spark_internals import delta_log, java_class, java_frame, java_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,8 +41,7 @@ def append_reading_whole_table(spark: SparkSession, location: str, frame: DataFr
     removed data, and with TableReplacedError if the table is at a version below `seen_version`
     (a by-location write would otherwise create a table in a dropped one's folder).
     """
-    jvm = jvm_of(spark)
-    sessions = jvm.org.apache.spark.sql.SparkSession
+    sessions = java_class(spark, "org.apache.spark.sql.SparkSession")
     # Delta's jobs ask for the active session (per JVM thread): the one whose settings this write set,
     # for the write only, as Spark's own commands do; the thread's next caller gets its own back.
     previous = sessions.getActiveSession()
@@ -58,10 +57,10 @@ def append_reading_whole_table(spark: SparkSession, location: str, frame: DataFr
 
 def _commit(spark: SparkSession, location: str, frame: DataFrame, app_id: str, txn_version: int,
             user_metadata: str, seen_version: int) -> int:
-    jvm = jvm_of(spark)
     session = java_session(spark)
-    scala = jvm.org.apache.spark.api.python.PythonUtils
-    none = jvm.scala.Option.empty()
+    scala = java_class(spark, "org.apache.spark.api.python.PythonUtils")
+    option = java_class(spark, "scala.Option")
+    none = option.empty()
     log = delta_log(spark, location)
     txn = log.startTransaction()
     read_version = int(txn.readVersion())
@@ -69,14 +68,14 @@ def _commit(spark: SparkSession, location: str, frame: DataFrame, app_id: str, t
         raise TableReplacedError(f"the table at {location} is at version {read_version}, "
                                  f"below version {seen_version} that this ingest saw")
     txn.readWholeTable()
-    append = jvm.org.apache.spark.sql.SaveMode.Append
-    options = jvm.org.apache.spark.sql.delta.DeltaOptions(
+    append = java_class(spark, "org.apache.spark.sql.SaveMode").Append
+    options = java_class(spark, "org.apache.spark.sql.delta.DeltaOptions")(
         scala.toScalaMap({"mergeSchema": "true", "userMetadata": user_metadata}), session.sessionState().conf())
     no_partitions = scala.toSeq([])
-    write = jvm.org.apache.spark.sql.delta.commands.WriteIntoDelta(
+    write = java_class(spark, "org.apache.spark.sql.delta.commands.WriteIntoDelta")(
         log, append, options, no_partitions, scala.toScalaMap({}), java_frame(frame), none, none)
     actions = write.write(txn, session, none, False)
-    txn.updateSetTransaction(app_id, txn_version, jvm.scala.Option.apply(int(time.time() * 1000)))
-    operation = jvm.org.apache.spark.sql.delta.DeltaOperations.Write(
-        append, jvm.scala.Option.apply(no_partitions), none, jvm.scala.Option.apply(user_metadata))
+    txn.updateSetTransaction(app_id, txn_version, option.apply(int(time.time() * 1000)))
+    operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations").Write(
+        append, option.apply(no_partitions), none, option.apply(user_metadata))
     return int(txn.commit(actions, operation))

@@ -152,11 +152,11 @@ class Ingest:
         try:
             try:
                 if reader is None:
-                    self.consumer.read(exit_after, keep=keep)
+                    self.consumer.read(exit_after, keep=keep, marks=marks)
                 else:
                     reader.read(exit_after)
             except SparkCannotRead:  # logged where ingest/fallback.py decided it
-                self.consumer.read(exit_after, keep=keep)
+                self.consumer.read(exit_after, keep=keep, marks=marks)
         finally:
             self.committer.close()
         total = sum(s.committed for s in self.states.values()) - committed_before

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from zync.config import Target
 from zync.errors import ZyncError
+from zync.spark_internals import import_named_per_call
 
 
 class CatalogDownError(ZyncError):
@@ -43,6 +44,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        import_named_per_call(active)
         return active
     if target.spark_output.get("method") != "session":
         raise ZyncError(
@@ -64,6 +66,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    import_named_per_call(spark)
     return spark
 
 
