@@ -1,0 +1,109 @@
+"""Probe: what one `zync run` ingest stage costs per changed topic, over many Debezium topics.
+
+    flock /work/machine.lock .venv/bin/python bench/ingest_cycle.py [--tables 40] [--threads 4]
+        [--rounds 8] [--changes 5] [--jfr FILE]
+
+One command, alone on the machine: its own Kafka, registry and catalog (state folder
+.local/bench-ingest-cycle-state, ports of its own), stopped at the end. It makes --tables
+Debezium-shaped topics (bench/wide.py's shape, 50 snapshot rows each) and one kept Ingest per topic,
+each on its own session of one engine, as `zync run` keeps them; a first stage creates the raw tables
+(Spark's reader). Then, per round, --changes change events to every table, and one ingest stage as
+zync run's: every topic's watermarks read once, the due topics' ingests --threads at a time.
+Printed: the first stage's seconds, and per round the stage's seconds and seconds per topic.
+A round in which the tables reach a multiple of Delta's checkpoint interval shows its cost.
+--jfr FILE records the driver JVM with Java Flight Recorder over the rounds (profile settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+STATE = ROOT / ".local" / "bench-ingest-cycle-state"
+PORTS = {"ZYNC_KAFKA_PORT": "24492", "ZYNC_REGISTRY_PORT": "24481", "ZYNC_CATALOG_PORT": "24827"}
+
+
+def zync(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / ".venv" / "bin" / "zync"), *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=4, help="topics ingested at once (zync run --threads)")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--changes", type=int, default=5, help="change events per table and round")
+    parser.add_argument("--jfr", type=Path, help="record the driver JVM over the rounds into this file")
+    args = parser.parse_args()
+    os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
+    shutil.rmtree(STATE, ignore_errors=True)
+    up = zync("up")
+    if up.returncode != 0:
+        raise SystemExit(f"zync up failed:\n{up.stdout}{up.stderr}")
+    try:
+        run(args)
+    finally:
+        zync("down")
+
+
+def run(args: argparse.Namespace) -> None:
+    from bench.wide import Source
+    from ingest.from_kafka import Ingest, ingest_progress
+    from zync import kafka_client
+    from zync.config import load_target
+    from zync.spark import spark_session
+    from zync.spark_internals import driver_process
+
+    target = load_target(None)
+    spark = spark_session(target)
+    source = Source(target, "ic", args.tables, 1)
+    source.snapshot(50)
+    watcher, admin = kafka_client.consumer(target, group="bench-ingest-cycle"), kafka_client.admin(target)
+    jobs = [Ingest(target, [topic], progress=ingest_progress(quiet=True), spark=spark.newSession())
+            for topic in source.topics]
+
+    def stage() -> tuple[float, int]:
+        marks = kafka_client.watermarks(watcher, admin, set(source.topics))
+        due = [job for job in jobs if job.waiting(watcher, marks)]
+        started = time.monotonic()
+        with ThreadPoolExecutor(args.threads) as pool:
+            list(pool.map(lambda job: job.run(exit_after=0.0, marks=marks), due))
+        return time.monotonic() - started, len(due)
+
+    took, topics = stage()
+    print(f"first stage (creates the raw tables): {took:.1f} s for {topics} topics", flush=True)
+    jvm = None
+    if args.jfr:
+        launched = driver_process(spark)
+        children = subprocess.run(["pgrep", "-P", str(launched.pid), "java"], capture_output=True, text=True)
+        jvm = (children.stdout.split() or [str(launched.pid)])[0]
+        subprocess.run(["jcmd", jvm, "JFR.start", "name=bench", "settings=profile", f"filename={args.jfr}"], check=True)
+    per_topic = []
+    for number in range(1, args.rounds + 1):
+        for table in range(args.tables):
+            for _ in range(args.changes):
+                source.change(table)
+        source.flush()
+        took, topics = stage()
+        per_topic.append(took / max(topics, 1))
+        print(f"round {number}: {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic", flush=True)
+    if jvm:
+        subprocess.run(["jcmd", jvm, "JFR.stop", "name=bench"], check=True)
+    print(f"{args.tables} tables, {args.threads} threads: median {statistics.median(per_topic):.3f} s a topic "
+          f"(rounds {', '.join(f'{s:.3f}' for s in per_topic)})")
+    for job in jobs:
+        job.close()
+    watcher.close()
+
+
+if __name__ == "__main__":
+    main()
