@@ -10,7 +10,7 @@ The project: zync's invoices transform and its mirror (bench/latency.py's stream
 with their status, status and item updates, every 4th deleted) plus a whole database's shape,
 --tables Debezium tables mirrored by one `topics:` entry (bench/wide.py's source: updates, creates,
 deletes with their tombstones, --rows snapshot rows each). One `zync run` process runs it all with
-its defaults (compaction after 100 commits, VACUUM after 7 days, --metrics on loopback). Half of
+its defaults (compaction after 50 commits, VACUUM after 7 days, --metrics on loopback). Half of
 --rate goes to the invoices, half to the database's tables, for the whole duration.
 
 Per --window (default 5 minutes) of produce time:

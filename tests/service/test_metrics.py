@@ -201,7 +201,12 @@ def test_a_short_soak_reports_every_figure(target, shared_run):
         assert w["python_rss_mb"] > 20 and w["jvm_rss_mb"] > 200 and 0 < w["heap_after_gc_mb"] < w["jvm_rss_mb"]
         assert w["files_per_table_max"] >= 1 and w["disk_files_max"] >= w["files_per_table_max"]
         assert w["disk_mb"] > 0
-    assert sum(w["cycles"] for w in report["windows"]) >= 2
+        assert (w["cycles"] == 0) == (w["cycle_p50_s"] is None)
+    # How many cycles end inside a 24 s window is the machine's to decide (one cycle took most of it on a
+    # loaded host); that they are counted is not. The cycle that drained the last event started after the
+    # first sample, so the busy-cycle counter the samples scrape has risen by then.
+    busy = [s["busy_cycles"] for s in report["samples"]]
+    assert None not in busy and busy[-1] > busy[0]
     # 8 tables: the invoices' two raw tables, output and mirror base; the database's raw tables and bases.
     assert len(report["samples"][-1]["disk_files"]) == 8 and len(report["samples"][-1]["live_files"]) == 8
     assert report["samples"][-1]["disk_bytes"] > report["samples"][0]["disk_bytes"]
