@@ -1,7 +1,7 @@
 """Probe: what one `zync run` ingest stage costs per changed topic, over many Debezium topics.
 
     flock /work/machine.lock .venv/bin/python bench/ingest_cycle.py [--tables 40] [--threads 4]
-        [--rounds 8] [--changes 5] [--jfr FILE]
+        [--rounds 8] [--changes 5] [--checkpoint-interval N] [--read] [--jfr FILE]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-ingest-cycle-state, ports of its own), stopped at the end. It makes --tables
@@ -11,6 +11,10 @@ each on its own session of one engine, as `zync run` keeps them; a first stage c
 zync run's: every topic's watermarks read once, the due topics' ingests --threads at a time.
 Printed: the first stage's seconds, and per round the stage's seconds and seconds per topic.
 A round in which the tables reach a multiple of Delta's checkpoint interval shows its cost.
+--checkpoint-interval N sets every raw table's `delta.checkpointInterval` after the first stage.
+--read then reads every raw table once per round (its rows past an offset, counted, one table at a
+time, as a mirror's view or an output's run reads it): what a longer log past the checkpoint costs a
+reader, each read on a snapshot the round's commit made new.
 --jfr FILE records the driver JVM with Java Flight Recorder over the rounds (profile settings).
 """
 
@@ -42,6 +46,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="topics ingested at once (zync run --threads)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--changes", type=int, default=5, help="change events per table and round")
+    parser.add_argument("--checkpoint-interval", type=int, metavar="N",
+                        help="set the raw tables' delta.checkpointInterval after they are created")
+    parser.add_argument("--read", action="store_true", help="read every raw table once per round, timed")
     parser.add_argument("--jfr", type=Path, help="record the driver JVM over the rounds into this file")
     args = parser.parse_args()
     os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
@@ -81,13 +88,23 @@ def run(args: argparse.Namespace) -> None:
 
     took, topics = stage()
     print(f"first stage (creates the raw tables): {took:.1f} s for {topics} topics", flush=True)
+    tables = [state.table.name for job in jobs for state in job.states.values()]
+    if args.checkpoint_interval:
+        for table in tables:
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.checkpointInterval' = '{args.checkpoint_interval}')")
+
+    def read() -> float:
+        started = time.monotonic()
+        for table in tables:
+            spark.table(table).where("kafka.offset >= 0").count()
+        return time.monotonic() - started
     jvm = None
     if args.jfr:
         launched = driver_process(spark)
         children = subprocess.run(["pgrep", "-P", str(launched.pid), "java"], capture_output=True, text=True)
         jvm = (children.stdout.split() or [str(launched.pid)])[0]
         subprocess.run(["jcmd", jvm, "JFR.start", "name=bench", "settings=profile", f"filename={args.jfr}"], check=True)
-    per_topic = []
+    per_topic, per_read = [], []
     for number in range(1, args.rounds + 1):
         for table in range(args.tables):
             for _ in range(args.changes):
@@ -95,11 +112,19 @@ def run(args: argparse.Namespace) -> None:
         source.flush()
         took, topics = stage()
         per_topic.append(took / max(topics, 1))
-        print(f"round {number}: {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic", flush=True)
+        line = f"round {number}: {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic"
+        if args.read:
+            per_read.append(read() / len(tables))
+            line += f"; read {per_read[-1]:.3f} s a table"
+        print(line, flush=True)
     if jvm:
         subprocess.run(["jcmd", jvm, "JFR.stop", "name=bench"], check=True)
     print(f"{args.tables} tables, {args.threads} threads: median {statistics.median(per_topic):.3f} s a topic "
           f"(rounds {', '.join(f'{s:.3f}' for s in per_topic)})")
+    if per_read:
+        print(f"reads: mean {statistics.fmean(per_read):.3f} s a table, median {statistics.median(per_read):.3f} "
+              f"(rounds {', '.join(f'{s:.3f}' for s in per_read)})")
+    print(f"ingest + read: mean {statistics.fmean(per_topic) + (statistics.fmean(per_read) if per_read else 0):.3f} s a table")
     for job in jobs:
         job.close()
     watcher.close()

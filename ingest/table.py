@@ -44,6 +44,14 @@ STATS_COLUMNS = ("kafka", "key")
 # oldest and newest from the Delta log to tell how fresh its tables are (service/freshness.py).
 SOURCE_TIME_COLUMN = ("value", "source", "ts_ms")
 _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsColumns"
+# Delta writes a checkpoint of a table's log in every commit whose version is a multiple of this
+# (its default: 10). A raw table that `zync run` appends to every cycle then pays ~1 s every tenth
+# commit, and tables created together pay it in the same cycle: that cycle's ingest took 1.0-1.6 s a
+# table against ~0.3 s (bench/ingest_cycle.py). Every 100th commit instead; a reader of the table then
+# replays up to 99 small commit files after the checkpoint, which the same benchmark's reads did not
+# show (50 commits past one read no slower than 10).
+RAW_CHECKPOINT_INTERVAL = 100
+_CHECKPOINT_DEFAULT = "spark.databricks.delta.properties.defaults.checkpointInterval"
 # How the raw table's Parquet files are encoded, set for its writes only (session settings: Delta
 # passes a writer's own options to Parquet for the codec alone). Dictionary encoding of the many
 # columns of a Debezium record was about half of Parquet's share of a batch; zstd then makes the
@@ -177,12 +185,13 @@ class RawTable:
     def _creating(self, schema: T.StructType, marker: str) -> AbstractContextManager[None]:
         """What a first append sets for the table it creates, through session defaults.
 
-        The stats columns become the new table's property; and a by-name create (CREATE
+        The stats columns and the checkpoint interval become the new table's properties; and a by-name create (CREATE
         TABLE AS SELECT) ignores the writer's userMetadata option, but not the session's.
         """
         return self._session_conf({
             _STATS_DEFAULT: ",".join([c for c in STATS_COLUMNS if c in schema.names]
                                      + ([".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else [])),
+            _CHECKPOINT_DEFAULT: str(RAW_CHECKPOINT_INTERVAL),
             _USER_METADATA: marker,
         })
 

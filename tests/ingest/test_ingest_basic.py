@@ -33,6 +33,8 @@ def test_three_partitions_envelope_first_and_resume_without_duplicates(producer,
     properties = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
     # Not Debezium's `before` image; its source commit time, for zync run's freshness (service/freshness.py).
     assert properties["delta.dataSkippingStatsColumns"] == "kafka,key,value.source.ts_ms"
+    # Appended to every few seconds by zync run: a checkpoint every 100th commit, not Delta's every 10th.
+    assert properties["delta.checkpointInterval"] == "100"
     detail = spark.sql(f"describe detail {table}").first()
     log = json.loads(next(line for line in (Path(urlparse(detail["location"]).path) / "_delta_log"
                                             / f"{0:020d}.json").read_text().splitlines() if line.startswith('{"add"')))
