@@ -192,7 +192,8 @@ def parser() -> argparse.ArgumentParser:
                         f"(default {DEFAULT_THREADS}; 1: one after another)")
     p.add_argument("--compact-after", type=int, default=COMPACT_AFTER_COMMITS, metavar="N",
                    help=f"compact a raw, output or mirror table's small files (Delta OPTIMIZE, no row changed) "
-                        f"once N commits landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "
+                        f"once N commits (up to a quarter fewer, by table, so that tables do not all come due in "
+                        f"one cycle) landed on it since its last compaction (default {COMPACT_AFTER_COMMITS}; "
                         "0: never); a few tables a cycle, the most commits behind first")
     p.add_argument("--fold-after-commits", type=int, default=FOLD_AFTER_COMMITS, metavar="N",
                    help="fold a mirror (MERGE the changes its view applies into its base table) once its raw "

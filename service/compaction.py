@@ -33,8 +33,9 @@ the files left are a short series of growing sizes.
   read it until the cursors pass the moment it was compacted, usually the
   next run, and skip it after that.
 
-`zync run` compacts a table once COMPACT_AFTER_COMMITS commits (anyone's)
-have landed on it since its last OPTIMIZE, as a stage of its cycle, between
+`zync run` compacts a table once COMPACT_AFTER_COMMITS commits (anyone's), or
+up to a quarter fewer (compaction_due_after), have landed on it since its last
+OPTIMIZE, as a stage of its cycle, between
 its own writes: its own stages never race it. A cycle compacts a few tables at
 most (compactions_per_cycle), the most commits behind first, so tables that
 reach the threshold together are compacted over the next cycles instead of
@@ -47,6 +48,7 @@ writes nothing; either way the rows it read were the same rows.
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -70,6 +72,18 @@ def compactions_per_cycle(tables: int, compact_after: int) -> int:
     other writers' commits.
     """
     return max(COMPACTIONS_PER_CYCLE, -(-2 * tables // max(compact_after, 1)))
+
+
+def compaction_due_after(table: str, compact_after: int) -> int:
+    """The commits after which `zync run` compacts `table`: `compact_after`, or up to a quarter fewer.
+
+    The same for a table every time (a hash of its name). Tables created together reach one
+    threshold in the same cycle, and each counting from its own compaction they would stay in step
+    for the life of the run (with the mirrors' folds, due after as many raw commits): a few cycles
+    doing all the compactions every `compact_after` cycles, and latency with a period (bench/soak.py).
+    With thresholds of their own they drift apart, and the cycles share the work.
+    """
+    return compact_after - zlib.crc32(table.encode()) % (compact_after // 4 + 1)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ from pathlib import Path
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
 from ingest.table import PARQUET_SETTINGS
-from service.compaction import COMPACT_AFTER_COMMITS, compact, compaction_state, compactions_per_cycle
+from service.compaction import (COMPACT_AFTER_COMMITS, compact, compaction_due_after, compaction_state,
+                                compactions_per_cycle)
 from service.discovery import TopicDiscovery
 from service.failures import Failures, failures_file
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
@@ -681,7 +682,7 @@ class Service:
             else:
                 commits = counted[1] + version.version - counted[0].version
             self.uncompacted[table] = (version, commits)
-            if commits >= self.compact_after:
+            if commits >= compaction_due_after(table, self.compact_after):
                 due.append((commits, table, version))
         due.sort(key=lambda d: (-d[0], d[1]))
         for _, table, version in due[:compactions_per_cycle(len(candidates), self.compact_after)]:

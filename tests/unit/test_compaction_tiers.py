@@ -89,3 +89,16 @@ def test_rewriting_every_small_file_each_time_writes_bytes_quadratic_in_the_tabl
     assert appended == tiered_appended
     assert written > 25 * appended and most > 50  # a week's retention keeps all of it on disk
     assert tiered_written < 4 * appended and tiered_most < 8
+
+
+def test_tables_created_together_are_due_at_commits_of_their_own():
+    from service.compaction import compaction_due_after
+
+    names = [f"zync.raw_pg_public_table_{i}" for i in range(50)]
+    thresholds = [compaction_due_after(n, 50) for n in names]
+    assert all(38 <= t <= 50 for t in thresholds)  # never later than --compact-after, at most a quarter sooner
+    assert len(set(thresholds)) >= 8  # spread: not one cycle for all of them
+    assert thresholds == [compaction_due_after(n, 50) for n in names]  # the same for a table every time
+    # Thresholds too small to spread are kept as they are (the suite's --compact-after 1 and 2).
+    assert {compaction_due_after(n, k) for n in names for k in (1, 2, 3)} == {1, 2, 3}
+    assert {compaction_due_after(n, 1) for n in names} == {1}
