@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> None:
     tables = [state.table.name for job in jobs for state in job.states.values()]
     if args.checkpoint_interval:
         for table in tables:
-            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.checkpointInterval' = '{args.checkpoint_interval}')")
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES "
+                      f"('delta.checkpointInterval' = '{args.checkpoint_interval}')")
 
     def read() -> float:
         started = time.monotonic()
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace) -> None:
     if per_read:
         print(f"reads: mean {statistics.fmean(per_read):.3f} s a table, median {statistics.median(per_read):.3f} "
               f"(rounds {', '.join(f'{s:.3f}' for s in per_read)})")
-    print(f"ingest + read: mean {statistics.fmean(per_topic) + (statistics.fmean(per_read) if per_read else 0):.3f} s a table")
+        print(f"ingest + read: mean {statistics.fmean(per_topic) + statistics.fmean(per_read):.3f} s a table")
     for job in jobs:
         job.close()
     watcher.close()

@@ -120,7 +120,8 @@ def main() -> None:
     location = STATE / "table"
     spark = session()
     # A raw table's checkpoint interval (ingest/table.py).
-    spark.range(1).write.format("delta").option("delta.checkpointInterval", str(RAW_CHECKPOINT_INTERVAL)).save(str(location))
+    first = spark.range(1).write.format("delta").option("delta.checkpointInterval", str(RAW_CHECKPOINT_INTERVAL))
+    first.save(str(location))
     names = list(STORES)
     results: list[dict] = []
     for size in sizes:

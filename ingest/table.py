@@ -188,9 +188,9 @@ class RawTable:
         The stats columns and the checkpoint interval become the new table's properties; and a by-name create (CREATE
         TABLE AS SELECT) ignores the writer's userMetadata option, but not the session's.
         """
+        source_time = [".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else []
         return self._session_conf({
-            _STATS_DEFAULT: ",".join([c for c in STATS_COLUMNS if c in schema.names]
-                                     + ([".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else [])),
+            _STATS_DEFAULT: ",".join([c for c in STATS_COLUMNS if c in schema.names] + source_time),
             _CHECKPOINT_DEFAULT: str(RAW_CHECKPOINT_INTERVAL),
             _USER_METADATA: marker,
         })
