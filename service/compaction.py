@@ -102,23 +102,35 @@ def tier_bound(sizes: Iterable[int]) -> int:
 
     Smallest first, a file is taken when the files taken before it hold at least its size, or the
     one just before it is at least half its size (files of about one size go together, whatever
-    their spread); the smallest is always taken, files of MIN_FILE_BYTES and more never are. Either
-    way a file taken is rewritten into one at least 1.5 times its size.
+    their spread); files of MIN_FILE_BYTES and more never are. Either way a file taken is rewritten
+    into one at least 1.5 times its size. A run of one file is no run (OPTIMIZE leaves a bin of one
+    file as it is): then the run starts at the next file, and the smaller ones go with it, into a
+    file larger than all of them. Without that, one small file followed by larger ones of about one
+    size (an output's first run, then its usual runs) held them all back, run after run.
     """
+    small = sorted(s for s in sizes if s < MIN_FILE_BYTES)
+    runs = (end for start in range(len(small)) if (end := _run_end(small, start)) - start >= 2)
+    end = next(runs, _run_end(small, 0))  # no run: the smallest file alone, which OPTIMIZE leaves
+    return small[end] if end < len(small) else MIN_FILE_BYTES
+
+
+def _run_end(small: list[int], start: int) -> int:
+    """The index after the files tier_bound's rule takes from small[start] on."""
     taken = previous = 0
-    for size in sorted(s for s in sizes if s < MIN_FILE_BYTES):
+    for index in range(start, len(small)):
+        size = small[index]
         if taken and size > taken and size > 2 * previous:
-            return size
+            return index
         taken, previous = taken + size, size
-    return MIN_FILE_BYTES
+    return len(small)
 
 
 def compaction_bound(partitions: Mapping[object, Iterable[int]]) -> int:
     """Delta OPTIMIZE's minFileSize for a table whose files are `partitions` (their sizes by partition).
 
     One bound for the whole table (OPTIMIZE takes one): the lowest of its partitions'. In every
-    partition the files under it are a prefix of what tier_bound would take there, so no partition
-    rewrites a file too early; a partition that could take more does at a later compaction.
+    partition the files under it are a prefix of what tier_bound would take there; a partition that
+    could take more does at a later compaction (tests/unit/test_compaction_tiers.py simulates it).
     """
     return min((tier_bound(sizes) for sizes in partitions.values()), default=MIN_FILE_BYTES)
 

@@ -21,8 +21,22 @@ def test_the_smallest_files_are_taken_while_they_outweigh_the_next():
     assert tier_bound([KB] * 50) == MIN_FILE_BYTES  # a run of equal small files: all of them
     assert tier_bound([4 * 1024 * KB] + [KB] * 50) == 4 * 1024 * KB  # 50 KB does not rewrite 4 MB
     assert tier_bound([40 * KB] + [KB] * 50) == MIN_FILE_BYTES  # 50 KB rewrites 40 KB into 90 KB
-    assert tier_bound([KB, 3 * KB, 3 * KB]) == 3 * KB  # ties stay together, on the side not taken
+    assert tier_bound([KB, 3 * KB, 3 * KB]) == MIN_FILE_BYTES  # the two 3 KB files, the 1 KB one with them
+    assert tier_bound([KB, 3 * KB, 3 * KB, 20 * KB]) == 20 * KB  # ties stay together
+    assert tier_bound([KB, 3 * KB]) == 3 * KB  # 4 KB would not be 1.5x the 3 KB file: the 1 KB file alone
+    assert tier_bound([KB, 4 * 1024 * KB]) == 4 * 1024 * KB  # one new small file does not rewrite 4 MB
     assert tier_bound([MIN_FILE_BYTES, MIN_FILE_BYTES + 1]) == MIN_FILE_BYTES
+
+
+def test_one_small_file_does_not_hold_back_the_larger_ones_after_it():
+    # An output's `out` partition as a soak left it: its first run's file, then ~175 runs' files of
+    # 10-26 KB. Stopping at the first jump (3.8 KB, then 9.5 KB) took the first file alone, a bin of
+    # one that OPTIMIZE leaves: that partition was never compacted and grew by a file every run.
+    rng = random.Random(7)
+    out = [3890, 9770] + [rng.randint(12 * KB, 26 * KB) for _ in range(175)]
+    assert tier_bound(out) == MIN_FILE_BYTES
+    assert compaction_bound({("out",): out, ("done",): [rng.randint(6 * KB, 11 * KB) for _ in range(45)],
+                             ("cursor",): [3413] * 45}) == MIN_FILE_BYTES
 
 
 def test_a_table_takes_its_lowest_partition_bound():
