@@ -30,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from zync.spark_internals import delta_log, latest_snapshot  # noqa: E402
 STATE = ROOT / ".local" / "bench-log-listing"
 OUT = ROOT / "bench" / "out" / "log_listing.json"
 STORES = {"delta (HDFSLogStore)": "io.delta.storage.HDFSLogStore", "name-first": "zync.delta.NameFirstLogStore"}
@@ -64,9 +65,8 @@ def grow(spark, location: Path, files: int) -> None:
     `files` files; then a checkpoint, as the log's would be. Made through Delta's transaction, each would
     cost a Spark job (the table's protocol and metadata without a checksum); a listing costs by the
     files in the folder, not by what they hold."""
-    jvm = spark.sparkContext._jvm
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(location))
-    version = int(log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty()).version())
+    log = delta_log(spark, str(location))
+    version = int(latest_snapshot(spark, log).version())
     folder = location / "_delta_log"
     have = sum(1 for _ in folder.iterdir())
     while have < files:
@@ -75,7 +75,7 @@ def grow(spark, location: Path, files: int) -> None:
                                "operationParameters": {}, "isBlindAppend": True}}
         (folder / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
         have += 1
-    log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    latest_snapshot(spark, log)
     log.checkpoint()
 
 
@@ -87,8 +87,8 @@ def timed(action) -> float:
 
 def measure(spark, location: Path) -> dict[str, float]:
     jvm = spark.sparkContext._jvm
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(location))
-    snapshot = log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    log = delta_log(spark, str(location))
+    snapshot = latest_snapshot(spark, log)
     checkpoint = int(snapshot.logSegment().checkpointProvider().version())
     prefix = jvm.org.apache.hadoop.fs.Path(f"file:{location}/_delta_log/{max(checkpoint, 0):020d}")
     conf = log.newDeltaHadoopConf()
