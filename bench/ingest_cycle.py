@@ -1,7 +1,7 @@
 """Probe: what one `zync run` ingest stage costs per changed topic, over many Debezium topics.
 
     flock /work/machine.lock .venv/bin/python bench/ingest_cycle.py [--tables 40] [--threads 4]
-        [--rounds 8] [--changes 5] [--checkpoint-interval N] [--read] [--jfr FILE]
+        [--rounds 8] [--changes 5] [--writers python,spark] [--checkpoint-interval N] [--read] [--jfr FILE]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-ingest-cycle-state, ports of its own), stopped at the end. It makes --tables
@@ -10,6 +10,9 @@ each on its own session of one engine, as `zync run` keeps them; a first stage c
 (Spark's reader). Then, per round, --changes change events to every table, and one ingest stage as
 zync run's: every topic's watermarks read once, the due topics' ingests --threads at a time.
 Printed: the first stage's seconds, and per round the stage's seconds and seconds per topic.
+--writers: who writes a round's small batches, taken in turn round by round: `python` (decoded and
+written in Python, the JVM commits the file: ingest/arrow_rows.py, the default) and `spark` (the
+anchor: every batch a Spark job); a median per writer at the end.
 A round in which the tables reach a multiple of Delta's checkpoint interval shows its cost.
 --checkpoint-interval N sets every raw table's `delta.checkpointInterval` after the first stage.
 --read then reads every raw table once per round (its rows past an offset, counted, one table at a
@@ -48,6 +51,8 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=5, help="change events per table and round")
     parser.add_argument("--checkpoint-interval", type=int, metavar="N",
                         help="set the raw tables' delta.checkpointInterval after they are created")
+    parser.add_argument("--writers", default="python,spark",
+                        help="who writes each round's batches, in turn: python, spark (default: both, alternating)")
     parser.add_argument("--read", action="store_true", help="read every raw table once per round, timed")
     parser.add_argument("--jfr", type=Path, help="record the driver JVM over the rounds into this file")
     args = parser.parse_args()
@@ -64,6 +69,7 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     from bench.wide import Source
+    from ingest.arrow_rows import ArrowRows
     from ingest.from_kafka import Ingest, ingest_progress
     from zync import kafka_client
     from zync.config import load_target
@@ -105,23 +111,37 @@ def run(args: argparse.Namespace) -> None:
         children = subprocess.run(["pgrep", "-P", str(launched.pid), "java"], capture_output=True, text=True)
         jvm = (children.stdout.split() or [str(launched.pid)])[0]
         subprocess.run(["jcmd", jvm, "JFR.start", "name=bench", "settings=profile", f"filename={args.jfr}"], check=True)
+    writers = [w.strip() for w in args.writers.split(",")]
+    if set(writers) - {"python", "spark"}:
+        raise SystemExit(f"--writers takes python and spark, not {args.writers}")
+    by_writer: dict[str, list[float]] = {w: [] for w in writers}
     per_topic, per_read = [], []
     for number in range(1, args.rounds + 1):
+        writer = writers[(number - 1) % len(writers)]
+        python_before = 0
+        for job in jobs:
+            job.committer.arrow_rows = ArrowRows(job.decoder.schemas) if writer == "python" else None
+            python_before += job.committer.python_commits
         for table in range(args.tables):
             for _ in range(args.changes):
                 source.change(table)
         source.flush()
         took, topics = stage()
         per_topic.append(took / max(topics, 1))
-        line = f"round {number}: {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic"
+        by_writer[writer].append(per_topic[-1])
+        in_python = sum(job.committer.python_commits for job in jobs) - python_before
+        line = (f"round {number} ({writer}): {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic; "
+                f"{in_python} commits written in Python")
         if args.read:
             per_read.append(read() / len(tables))
             line += f"; read {per_read[-1]:.3f} s a table"
         print(line, flush=True)
     if jvm:
         subprocess.run(["jcmd", jvm, "JFR.stop", "name=bench"], check=True)
-    print(f"{args.tables} tables, {args.threads} threads: median {statistics.median(per_topic):.3f} s a topic "
-          f"(rounds {', '.join(f'{s:.3f}' for s in per_topic)})")
+    for writer, rounds in by_writer.items():
+        if rounds:
+            print(f"{args.tables} tables, {args.threads} threads, {writer} writes: median "
+                  f"{statistics.median(rounds):.3f} s a topic (rounds {', '.join(f'{s:.3f}' for s in rounds)})")
     if per_read:
         print(f"reads: mean {statistics.fmean(per_read):.3f} s a table, median {statistics.median(per_read):.3f} "
               f"(rounds {', '.join(f'{s:.3f}' for s in per_read)})")

@@ -1,7 +1,9 @@
 """The consumer's commits: a topic's held messages -> one Delta commit, on one background thread.
 
-Consuming is Python and librdkafka; decoding and writing a batch is the JVM.
-One commit in flight at a time (ingest/pipeline.py) lets the two overlap while
+Consuming is Python and librdkafka; decoding and writing a batch is the JVM's,
+but for a small batch the Python side can decode and write exactly as Spark
+would (ingest/arrow_rows.py: `zync run`'s few records a table and cycle); the
+JVM then only commits its file. One commit in flight at a time (ingest/pipeline.py) lets the two overlap while
 commits land in the order the batches were read, so the table's offsets stay
 the resume point. A batch the JVM cannot decode is searched for its first bad
 message: with errors.tolerance none the messages before it are committed and
@@ -16,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import types as T
 
+from ingest.arrow_rows import ArrowRows
 from ingest.dead_letters import DeadLetter
 from ingest.decode import BatchDecodeError, Decoder, Message, PreparedBatch
 from ingest.evolution import Change
@@ -41,15 +44,24 @@ class Batch:
     dead_letters: tuple[DeadLetter, ...] = ()
 
 
+# Batches up to this many messages are decoded and written in Python when they can be (ingest/arrow_rows.py).
+# A Spark job costs ~0.5 s more than the Python path's commit however few records it writes, and decodes
+# about six times as fast (docs/reference/ingest.md, "Decoding"): the two meet at a few thousand records.
+PYTHON_ROWS_UP_TO = 2_000
+
+
 class Committer:
     def __init__(self, spark, states: Mapping[str, TopicState], decoder: Decoder, progress: Progress,
-                 shape: Callable | None = None):
+                 shape: Callable | None = None, python_rows: bool = True):
         self.spark = spark
         self.states = states
         self.decoder = decoder
         self.progress = progress
         self.shape = shape  # the shaper's apply, if any
         self.writer = OneInFlight()
+        # Small batches decoded and written in Python; None: every batch through Spark.
+        self.arrow_rows = ArrowRows(decoder.schemas) if python_rows else None
+        self.python_commits = 0  # batches committed so (reported by benchmarks and tests)
 
     def start(self) -> None:
         """A fresh background thread for a run (the last run closed its own)."""
@@ -102,6 +114,9 @@ class Committer:
             return
         if not self.shape and batch.changes and table.exists():
             table.evolve(batch.changes, batch.key_type, batch.value_type)
+        if self._appended_in_python(batch):
+            self._committed(batch, written="python")
+            return
         try:
             frame = self.decoder.frame(messages, batch.key_type, batch.value_type, batch.prepared)
             if self.shape:
@@ -118,12 +133,34 @@ class Committer:
                 raise
             self._undecodable(batch, located)
             return
+        declined = table.declined if self.arrow_rows is not None else None
+        self._committed(batch, written="spark", **({"python_declined": declined[:200]} if declined else {}))
+
+    def _appended_in_python(self, batch: Batch) -> bool:
+        """Whether the batch was decoded, written and committed without a Spark job (ingest/arrow_rows.py).
+
+        Not for a shaper's batch (its columns are a Spark query's), one that evolved the table
+        (Delta's schema merge is Spark's write), nor a large one; nor when the rows would not be
+        exactly Spark's: the batch then goes through Spark, as all did before.
+        """
+        batch.state.table.declined = None
+        if self.arrow_rows is None or self.shape or batch.changes or len(batch.messages) > PYTHON_ROWS_UP_TO:
+            return False
+        arrow_rows, messages = self.arrow_rows, batch.messages
+        table = batch.state.table
+        if table.append_rows(lambda schema: arrow_rows.rows(messages, schema), f"the batch up to {messages[-1].where}"):
+            self.python_commits += 1
+            return True
+        return False
+
+    def _committed(self, batch: Batch, **extra) -> None:
+        state, messages = batch.state, batch.messages
         state.schemas.note()
         for m in messages:
             state.next_offsets[m.partition] = max(state.next_offsets.get(m.partition, 0), m.offset + 1)
         state.committed += len(messages)
-        self.progress.commit(table.label, len(messages), dict(state.next_offsets),
-                             check_ms=round(table.check_seconds * 1000))
+        self.progress.commit(state.table.label, len(messages), dict(state.next_offsets),
+                             check_ms=round(state.table.check_seconds * 1000), **extra)
 
     def _undecodable(self, batch: Batch, first: BatchDecodeError) -> None:
         """A batch with messages that do not decode: stop at the first (errors.tolerance none), or write

@@ -11,14 +11,22 @@ Delta's conflict check then fails the commit when another commit added or remove
 transaction's snapshot (ConcurrentAppendException, ConcurrentDeleteReadException), which is what a
 second ingest racing for the table does. The commit still records the SetTransaction, so the log
 reads as an idempotent write's did: the resume point and the race checks (ingest/table.py) are unchanged.
+
+A small batch's file may be written in Python instead (ingest/arrow_rows.py, ingest/data_file.py):
+the same transaction then commits that file's `add` action, written for the schema the transaction
+read, so nothing but the write job differs.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zync.spark_internals import delta_log, java_class, java_frame, java_session
+from zync.spark_internals import delta_log, java_class, java_context, java_frame, java_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,13 +49,79 @@ def append_reading_whole_table(spark: SparkSession, location: str, frame: DataFr
     removed data, and with TableReplacedError if the table is at a version below `seen_version`
     (a by-location write would otherwise create a table in a dropped one's folder).
     """
+    with _active_session(spark):
+        session = java_session(spark)
+        scala = java_class(spark, "org.apache.spark.api.python.PythonUtils")
+        none = java_class(spark, "scala.Option").empty()
+        log, txn = _start(spark, location, seen_version)
+        options = java_class(spark, "org.apache.spark.sql.delta.DeltaOptions")(
+            scala.toScalaMap({"mergeSchema": "true", "userMetadata": user_metadata}), session.sessionState().conf())
+        write = java_class(spark, "org.apache.spark.sql.delta.commands.WriteIntoDelta")(
+            log, java_class(spark, "org.apache.spark.sql.SaveMode").Append, options, scala.toSeq([]),
+            scala.toScalaMap({}), java_frame(frame), none, none)
+        return _commit(spark, txn, write.write(txn, session, none, False), app_id, txn_version, user_metadata)
+
+
+@dataclass(frozen=True)
+class TableMetadata:
+    """What a writer of files outside Spark must follow, as a transaction read it."""
+
+    schema_json: str  # the table's schema, Delta's JSON
+    configuration: dict[str, str]  # its properties (delta.*)
+    partition_columns: tuple[str, ...]
+
+
+def append_files_reading_whole_table(spark: SparkSession, location: str,
+                                     write_files: Callable[[TableMetadata], list[dict] | None], *, app_id: str,
+                                     txn_version: int, user_metadata: str, seen_version: int) -> int | None:
+    """Commit data files written outside Spark to the Delta table at `location`, as one commit; its
+    version, or None if `write_files` wrote none.
+
+    `write_files` gets the table's metadata as this transaction read it, writes the files in the
+    table's folder and gives their `add` actions (Delta's JSON, as dicts); None commits nothing.
+    The commit is append_reading_whole_table's in every other way: the same checks, SetTransaction
+    and commitInfo, and the table's schema stays the one the files were written for.
+    """
+    with _active_session(spark):
+        _, txn = _start(spark, location, seen_version)
+        metadata = txn.metadata()
+        converters = java_class(spark, "scala.collection.JavaConverters")
+        adds = write_files(TableMetadata(
+            str(metadata.schemaString()), dict(converters.mapAsJavaMap(metadata.configuration())),
+            tuple(converters.seqAsJavaList(metadata.partitionColumns()))))
+        if adds is None:
+            return None
+        action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+        actions = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq(
+            [action.fromJson(json.dumps({"add": add})) for add in adds])
+        _write_metrics(spark, txn, adds)
+        return _commit(spark, txn, actions, app_id, txn_version, user_metadata)
+
+
+def _write_metrics(spark: SparkSession, txn, adds: list[dict]) -> None:
+    """The operationMetrics Delta's own write records (files, rows, bytes), so the table's history and
+    ingest's checks read a commit the same whichever side wrote its files."""
+    metrics = java_class(spark, "org.apache.spark.sql.execution.metric.SQLMetrics")
+    values = {"numFiles": len(adds), "numOutputBytes": sum(int(add["size"]) for add in adds),
+              "numOutputRows": sum(int(json.loads(add["stats"])["numRecords"]) for add in adds)}
+    registered = {}
+    for name, value in values.items():
+        metric = metrics.createMetric(java_context(spark).sc(), name)
+        metric.set(value)
+        registered[name] = metric
+    txn.registerSQLMetrics(java_session(spark),
+                           java_class(spark, "org.apache.spark.api.python.PythonUtils").toScalaMap(registered))
+
+
+@contextmanager
+def _active_session(spark: SparkSession) -> Iterator[None]:
+    """Delta's jobs ask for the active session (per JVM thread): the one whose settings this write set,
+    for the write only, as Spark's own commands do; the thread's next caller gets its own back."""
     sessions = java_class(spark, "org.apache.spark.sql.SparkSession")
-    # Delta's jobs ask for the active session (per JVM thread): the one whose settings this write set,
-    # for the write only, as Spark's own commands do; the thread's next caller gets its own back.
     previous = sessions.getActiveSession()
     sessions.setActiveSession(java_session(spark))
     try:
-        return _commit(spark, location, frame, app_id, txn_version, user_metadata, seen_version)
+        yield
     finally:
         if previous.isDefined():
             sessions.setActiveSession(previous.get())
@@ -55,12 +129,8 @@ def append_reading_whole_table(spark: SparkSession, location: str, frame: DataFr
             sessions.clearActiveSession()
 
 
-def _commit(spark: SparkSession, location: str, frame: DataFrame, app_id: str, txn_version: int,
-            user_metadata: str, seen_version: int) -> int:
-    session = java_session(spark)
-    scala = java_class(spark, "org.apache.spark.api.python.PythonUtils")
-    option = java_class(spark, "scala.Option")
-    none = option.empty()
+def _start(spark: SparkSession, location: str, seen_version: int):
+    """The table's log and a transaction that read all of it, refused if the table is older than seen."""
     log = delta_log(spark, location)
     txn = log.startTransaction()
     read_version = int(txn.readVersion())
@@ -68,14 +138,16 @@ def _commit(spark: SparkSession, location: str, frame: DataFrame, app_id: str, t
         raise TableReplacedError(f"the table at {location} is at version {read_version}, "
                                  f"below version {seen_version} that this ingest saw")
     txn.readWholeTable()
-    append = java_class(spark, "org.apache.spark.sql.SaveMode").Append
-    options = java_class(spark, "org.apache.spark.sql.delta.DeltaOptions")(
-        scala.toScalaMap({"mergeSchema": "true", "userMetadata": user_metadata}), session.sessionState().conf())
-    no_partitions = scala.toSeq([])
-    write = java_class(spark, "org.apache.spark.sql.delta.commands.WriteIntoDelta")(
-        log, append, options, no_partitions, scala.toScalaMap({}), java_frame(frame), none, none)
-    actions = write.write(txn, session, none, False)
+    return log, txn
+
+
+def _commit(spark: SparkSession, txn, actions, app_id: str, txn_version: int, user_metadata: str) -> int:
+    """Commit `actions` as an append (Delta's WRITE operation) with the SetTransaction and userMetadata."""
+    option = java_class(spark, "scala.Option")
+    none = option.empty()
     txn.updateSetTransaction(app_id, txn_version, option.apply(int(time.time() * 1000)))
+    append = java_class(spark, "org.apache.spark.sql.SaveMode").Append
+    no_partitions = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq([])
     operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations").Write(
         append, option.apply(no_partitions), none, option.apply(user_metadata))
     return int(txn.commit(actions, operation))

@@ -39,7 +39,7 @@ class Change:
 
 
 # Avro's type promotions, as Spark types (spark-avro maps int/long/float/double 1:1).
-_WIDER: dict[type, tuple[type, ...]] = {
+PROMOTIONS: dict[type, tuple[type, ...]] = {
     T.IntegerType: (T.LongType, T.FloatType, T.DoubleType),
     T.LongType: (T.FloatType, T.DoubleType),
     T.FloatType: (T.DoubleType,),
@@ -88,7 +88,7 @@ def merge(table: T.DataType, new: T.DataType, path: tuple[str, ...], changes: li
         if new.scale == table.scale and new.precision >= table.precision:
             changes.append(Change("widen", path))
             return new, changes
-    elif isinstance(new, _WIDER.get(type(table), ())):
+    elif isinstance(new, PROMOTIONS.get(type(table), ())):
         changes.append(Change("widen", path))
         return new, changes
     raise IncompatibleSchemaError(

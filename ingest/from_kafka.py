@@ -66,7 +66,7 @@ class Ingest:
                  shaper: Path | None = None, batch_size: int | None = None,
                  max_interval: float = DEFAULT_MAX_INTERVAL_S, location: str | None = None,
                  reader: str = "spark", progress: Progress | None = None,
-                 errors_tolerance: str | None = None, spark=None):
+                 errors_tolerance: str | None = None, spark=None, python_rows: bool = True):
         if errors_tolerance is not None:
             check_tolerance(errors_tolerance, "--errors-tolerance")
         if reader not in READERS:
@@ -108,7 +108,9 @@ class Ingest:
                 SchemaTracker(topic, writer_schemas, raw, shaped=self.shaper is not None), tolerance)
         self.decoder = Decoder(self.spark, self.registry, writer_schemas)
         shape = self.shaper.apply if self.shaper else None
-        self.committer = Committer(self.spark, self.states, self.decoder, self.progress, shape)
+        # python_rows: small batches decoded and written without a Spark job where that gives the same
+        # rows (ingest/commit.py); False sends every batch through Spark (benchmarks compare the two).
+        self.committer = Committer(self.spark, self.states, self.decoder, self.progress, shape, python_rows)
         # Messages the consumer holds in Python: also when it reads a batch Spark could not take.
         self.consumer = ConsumerReader(target, self.states, self.partitions, self.committer, self.progress,
                                        min(self.batch_size, DEFAULT_BATCH_SIZE["python"]), max_interval)

@@ -19,14 +19,21 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ingest.delta_append import CONCURRENT_MODIFICATION, TableReplacedError, append_reading_whole_table
+from ingest import data_file
+from ingest.arrow_rows import NotDecodable
+from ingest.delta_append import (CONCURRENT_MODIFICATION, TableMetadata, TableReplacedError,
+                                 append_files_reading_whole_table, append_reading_whole_table)
 from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
 from zync.delta_metadata import commit_actions, is_delta_table, latest_transaction, table_location
@@ -142,6 +149,7 @@ class RawTable:
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
         self.last_rows: int | None = None  # rows of the last commit (Delta's numOutputRows), if known
         self._properties: dict[str, str] | None = None  # the table's properties, once read
+        self.declined: str | None = None  # why the last append_rows did not append, if it did not
 
     @property
     def label(self) -> str:
@@ -296,8 +304,64 @@ class RawTable:
         job and one commit, where an empty create before the first batch took ~12 s in a
         fresh JVM (bench/ingest_throughput.py).
         """
-        started = time.monotonic()
         creating = not self.exists()
+
+        def commit(version: int, marker: str, seen: int) -> bool:
+            if creating:
+                writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
+                          .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
+                with self._creating(frame.schema, marker):
+                    self._save(writer)
+            else:
+                with self._session_conf(PARQUET_SETTINGS):
+                    append_reading_whole_table(self.spark, self._path(), frame, app_id=TXN_APP_ID, txn_version=version,
+                                               user_metadata=marker, seen_version=seen)
+            return True
+
+        self._append(where, creating, commit)
+
+    def append_rows(self, rows_for: Callable[[T.StructType], pa.Table], where: str) -> bool:
+        """Append one batch's rows, built in Python for the table's schema, as append() does; False (nothing
+        written) where the table cannot take them so: not created yet, not on this machine's file system, a
+        table Delta's own write would treat otherwise (data_file.not_writable), or `rows_for` raising
+        NotDecodable (`declined` then says why).
+
+        Its file is written while the commit's transaction is open, for the schema that transaction
+        read, so a schema changed meanwhile cannot go unseen. A file whose commit fails stays
+        unnamed by the log (invisible, removed by VACUUM) rather than deleted: a failure after
+        Delta wrote the commit must not take a committed file away.
+        """
+        self.declined = None
+        location = urlparse(self._path()) if self.exists() else None
+        if location is None or location.scheme not in ("", "file"):
+            self.declined = "the table is not created yet" if location is None else "the table is not on a local path"
+            return False
+
+        def files(metadata: TableMetadata) -> list[dict] | None:
+            self.declined = data_file.not_writable(metadata.schema_json, metadata.configuration,
+                                                   metadata.partition_columns)
+            if self.declined:
+                return None
+            schema = T.StructType.fromJson(json.loads(metadata.schema_json))
+            try:
+                rows = rows_for(schema)
+            except NotDecodable as e:
+                self.declined = str(e)
+                return None
+            return [data_file.write(rows, Path(unquote(location.path)), schema,
+                                    data_file.stats_columns(metadata.configuration), self.spark.version)]
+
+        def commit(version: int, marker: str, seen: int) -> bool:
+            return append_files_reading_whole_table(self.spark, self._path(), files, app_id=TXN_APP_ID,
+                                                    txn_version=version, user_metadata=marker,
+                                                    seen_version=seen) is not None
+
+        return self._append(where, False, commit)
+
+    def _append(self, where: str, creating: bool, commit: Callable[[int, str, int], bool]) -> bool:
+        """The checks around every append: no other ingest's commit since the one this ingest saw, before
+        and after; `commit(txn version, marker, seen version)` writes, or answers False for nothing done."""
+        started = time.monotonic()
         seen = self._seen_version
         if not creating:
             # Only the commits since the last one this ingest saw are read (JSON files, no Spark job).
@@ -310,15 +374,8 @@ class RawTable:
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
         try:
-            if creating:
-                writer = (frame.write.format("delta").mode("append").option("mergeSchema", "true")
-                          .option("txnAppId", TXN_APP_ID).option("txnVersion", version).option("userMetadata", marker))
-                with self._creating(frame.schema, marker):
-                    self._save(writer)
-            else:
-                with self._session_conf(PARQUET_SETTINGS):
-                    append_reading_whole_table(self.spark, self._path(), frame, app_id=TXN_APP_ID, txn_version=version,
-                                               user_metadata=marker, seen_version=seen)
+            if not commit(version, marker, seen):
+                return False
         except TableReplacedError as e:
             raise ZyncError(f"table {self.label} was dropped or replaced while this ingest wrote it ({e}); "
                             "nothing of this batch was committed. Run the ingest again: it starts over from "
@@ -339,6 +396,7 @@ class RawTable:
             raise self._conflict(where, f"it committed batch number {version} first; this one was skipped")
         self._seen_version, self._txn_version = latest, version
         self.check_seconds += time.monotonic() - started
+        return True
 
     def _created_meanwhile(self) -> bool:
         """After a failed first write: did another ingest create the table (so the failure is the race)?"""
