@@ -7,18 +7,23 @@ is a Delta path (--location) read here by path.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ingest.delta_append import CONCURRENT_MODIFICATION, TableReplacedError, append_reading_whole_table
+from ingest import data_file
+from ingest.delta_append import (CONCURRENT_MODIFICATION, TableReplacedError, append_files_reading_whole_table,
+                                 append_reading_whole_table)
 from ingest.spark_errors import caused_by
 from ingest.table import ConcurrentIngestError, RawTable
 from zync.envelope import raw_row_schema as row_schema
@@ -125,10 +130,12 @@ def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, tmp_pa
     assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(3)})
 
 
-def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, tmp_path):
+@pytest.mark.parametrize("slow_writer", ["spark", "python"])
+def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, tmp_path, slow_writer):
     """Both began on the same table version and passed every check before writing; the one that
     commits second must fail instead of adding its rows too (the race the before-and-after checks
-    cannot close: only Delta's conflict check sees a commit land while the files are written)."""
+    cannot close: only Delta's conflict check sees a commit land while the files are written).
+    The slow one writes its files through a Spark job, or in Python (a small batch, ingest/data_file.py)."""
     location = str(tmp_path / "table")
     spark.range(3).write.format("delta").save(location)
 
@@ -137,13 +144,20 @@ def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark,
         time.sleep(0.5)  # the slow writer is still writing its files when the quick one commits
         return value
 
+    def slow_files(metadata) -> list[dict]:
+        add = data_file.write(pa.table({"id": pa.array([10, 11], pa.int64())}), Path(location),
+                              T.StructType.fromJson(json.loads(metadata.schema_json)), ["id"], spark.version)
+        time.sleep(1.0)
+        return [add]
+
     slow_rows = spark.range(10, 14, numPartitions=1).select(slowly("id").alias("id"))
     outcome: dict[str, object] = {}
 
     def slow_append():
+        options = {"app_id": "test", "txn_version": 1, "user_metadata": "slow", "seen_version": 0}
         try:
-            outcome["slow"] = append_reading_whole_table(spark, location, slow_rows, app_id="test", txn_version=1,
-                                                         user_metadata="slow", seen_version=0)
+            outcome["slow"] = (append_reading_whole_table(spark, location, slow_rows, **options) if slow_writer == "spark"
+                               else append_files_reading_whole_table(spark, location, slow_files, **options))
         except Exception as e:  # noqa: BLE001 - the outcome under test
             outcome["slow"] = e
 

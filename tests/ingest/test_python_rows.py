@@ -13,20 +13,14 @@ import datetime as dt
 import decimal
 import json
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from ingest import data_file
-from ingest.delta_append import CONCURRENT_MODIFICATION, append_files_reading_whole_table, append_reading_whole_table
 from ingest.from_kafka import Ingest, ingest_progress
-from ingest.spark_errors import caused_by
 from ingest.table import ConcurrentIngestError, RawTable
 from tests.ingest.conftest import unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
@@ -182,34 +176,3 @@ def _null_rows(schema, offset: int) -> pa.Table:
     return pa.Table.from_pylist([{"kafka": {"topic": "t", "partition": 0, "offset": offset, "timestamp": None,
                                             "key_schema_id": None, "value_schema_id": None},
                                   "key": None, "value": None}], schema=arrow)
-
-
-def test_of_two_appends_racing_for_one_table_delta_fails_the_later_python_commit(spark, tmp_path):
-    """Both began on the same version; the Python writer is still writing its file when the other commits:
-    Delta's conflict check must fail the Python commit (the race the before-and-after checks cannot close)."""
-    location = str(tmp_path / "table")
-    spark.range(3).write.format("delta").save(location)
-    outcome: dict[str, object] = {}
-
-    def slow_files(metadata) -> list[dict]:
-        add = data_file.write(pa.table({"id": pa.array([10, 11], pa.int64())}), Path(location),
-                              T.StructType.fromJson(json.loads(metadata.schema_json)), ["id"], spark.version)
-        time.sleep(1.0)  # the quick writer commits meanwhile
-        return [add]
-
-    def slow_append():
-        try:
-            outcome["slow"] = append_files_reading_whole_table(spark, location, slow_files, app_id="test", txn_version=1,
-                                                               user_metadata="slow", seen_version=0)
-        except Exception as e:  # noqa: BLE001 - the outcome under test
-            outcome["slow"] = e
-
-    writer = threading.Thread(target=slow_append)
-    writer.start()
-    time.sleep(0.5)
-    assert append_reading_whole_table(spark, location, spark.range(20, 22), app_id="test", txn_version=1,
-                                      user_metadata="quick", seen_version=0) == 1
-    writer.join()
-    assert isinstance(outcome["slow"], Exception), outcome
-    assert caused_by(outcome["slow"], CONCURRENT_MODIFICATION), outcome["slow"]
-    assert sorted(r.id for r in spark.read.format("delta").load(location).collect()) == [0, 1, 2, 20, 21]
