@@ -32,8 +32,10 @@ from pyspark.sql import types as T
 # pyarrow's too) when the file says a Spark 3 wrote it; without this key it follows
 # spark.sql.parquet.datetimeRebaseModeInRead, whose default refuses dates before 1582.
 SPARK_VERSION_KEY = b"org.apache.spark.version"
-# As ingest/table.py's PARQUET_SETTINGS encode Spark's writes of raw tables.
+# How a raw table's Parquet files are encoded, by this module and by Spark's writes (ingest/table.py
+# PARQUET_SETTINGS, which says why).
 COMPRESSION = "zstd"
+DICTIONARY = False
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -154,7 +156,7 @@ def write(rows: pa.Table, table_dir: Path, table_schema: T.StructType, stats_col
     name = f"part-00000-{uuid.uuid4()}-c000.{COMPRESSION}.parquet"
     path = table_dir / name
     metadata = {**(rows.schema.metadata or {}), SPARK_VERSION_KEY: spark_version.encode()}
-    pq.write_table(rows.replace_schema_metadata(metadata), path, compression=COMPRESSION, use_dictionary=False)
+    pq.write_table(rows.replace_schema_metadata(metadata), path, compression=COMPRESSION, use_dictionary=DICTIONARY)
     stat = path.stat()
     return {"path": name, "partitionValues": {}, "size": stat.st_size, "modificationTime": int(stat.st_mtime * 1000),
             "dataChange": True, "stats": json.dumps(statistics(rows, table_schema, stats_columns),

@@ -78,7 +78,8 @@ def write_partitions(spark, records: int) -> int:
     return max(1, min(spark.sparkContext.defaultParallelism, records // MIN_PARTITION_ROWS))
 
 
-PARQUET_SETTINGS = {"spark.sql.parquet.compression.codec": "zstd", "parquet.enable.dictionary": "false"}
+PARQUET_SETTINGS = {"spark.sql.parquet.compression.codec": data_file.COMPRESSION,
+                    "parquet.enable.dictionary": str(data_file.DICTIONARY).lower()}
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # The Kafka Connect schema names of the table's fields ({"value.after.due": "io.debezium.time.Date"}),
 # as JSON: spark-avro drops them, and macros/debezium/ reads them to type Debezium's semantic values.
