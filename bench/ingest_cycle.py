@@ -1,7 +1,8 @@
 """Probe: what one `zync run` ingest stage costs per changed topic, over many Debezium topics.
 
     flock /work/machine.lock .venv/bin/python bench/ingest_cycle.py [--tables 40] [--threads 4]
-        [--rounds 8] [--changes 5] [--writers python,spark] [--checkpoint-interval N] [--read] [--jfr FILE]
+        [--rounds 8] [--changes 5] [--writers python,spark] [--log-stores zync,delta]
+        [--checkpoint-interval N] [--read] [--jfr FILE]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-ingest-cycle-state, ports of its own), stopped at the end. It makes --tables
@@ -13,6 +14,10 @@ Printed: the first stage's seconds, and per round the stage's seconds and second
 --writers: who writes a round's small batches, taken in turn round by round: `python` (decoded and
 written in Python, the JVM commits the file: ingest/arrow_rows.py, the default) and `spark` (the
 anchor: every batch a Spark job); a median per writer at the end.
+--log-stores: who writes the Delta log's files, taken in turn round by round (with --writers, every
+pair in turn): `zync` (the project's settings: zync.delta.NameFirstLogStore, checksums through
+Hadoop's FileSystem) and `delta` (Delta's own: HDFSLogStore, checksums through Hadoop's
+FileContext, each of which starts a `readlink` process per file on a local folder).
 A round in which the tables reach a multiple of Delta's checkpoint interval shows its cost.
 --checkpoint-interval N sets every raw table's `delta.checkpointInterval` after the first stage.
 --read then reads every raw table once per round (its rows past an offset, counted, one table at a
@@ -36,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 STATE = ROOT / ".local" / "bench-ingest-cycle-state"
+LOG_STORE_SETTINGS = ("spark.delta.logStore.file.impl", "spark.sql.streaming.checkpointFileManagerClass")
 PORTS = {"ZYNC_KAFKA_PORT": "24492", "ZYNC_REGISTRY_PORT": "24481", "ZYNC_CATALOG_PORT": "24827"}
 
 
@@ -53,6 +59,8 @@ def main() -> None:
                         help="set the raw tables' delta.checkpointInterval after they are created")
     parser.add_argument("--writers", default="python,spark",
                         help="who writes each round's batches, in turn: python, spark (default: both, alternating)")
+    parser.add_argument("--log-stores", default="zync",
+                        help="who writes the Delta log, in turn by round: zync, delta (default zync)")
     parser.add_argument("--read", action="store_true", help="read every raw table once per round, timed")
     parser.add_argument("--jfr", type=Path, help="record the driver JVM over the rounds into this file")
     args = parser.parse_args()
@@ -65,6 +73,31 @@ def main() -> None:
         run(args)
     finally:
         zync("down")
+
+
+def _project_log_store(target) -> dict[str, str]:
+    return {key: target.spark_conf[key] for key in LOG_STORE_SETTINGS}
+
+
+# Each design's values for LOG_STORE_SETTINGS; the project's are profiles/profiles.yml's.
+LOG_STORES = {
+    "zync": _project_log_store,
+    "delta": lambda _target: {"spark.delta.logStore.file.impl": "io.delta.storage.HDFSLogStore",
+                              "spark.sql.streaming.checkpointFileManagerClass":
+                                  "org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"},
+}
+
+
+def use_log_store(spark, sessions, settings: dict[str, str]) -> None:
+    """Delta picks a scheme's store from the live SparkConf when a table's log is first opened (so
+    the cached logs are dropped), and writes checksums with the session's checkpoint file manager."""
+    from zync.spark_internals import java_class
+
+    store_key, manager_key = LOG_STORE_SETTINGS
+    spark.sparkContext._jvm.org.apache.spark.SparkEnv.get().conf().set(store_key, settings[store_key])
+    java_class(spark, "org.apache.spark.sql.delta.DeltaLog").clearCache()
+    for session in sessions:
+        session.conf.set(manager_key, settings[manager_key])
 
 
 def run(args: argparse.Namespace) -> None:
@@ -114,10 +147,15 @@ def run(args: argparse.Namespace) -> None:
     writers = [w.strip() for w in args.writers.split(",")]
     if set(writers) - {"python", "spark"}:
         raise SystemExit(f"--writers takes python and spark, not {args.writers}")
-    by_writer: dict[str, list[float]] = {w: [] for w in writers}
+    stores = [s.strip() for s in args.log_stores.split(",")]
+    if set(stores) - set(LOG_STORES):
+        raise SystemExit(f"--log-stores takes {' and '.join(LOG_STORES)}, not {args.log_stores}")
+    designs = [(w, s) for w in writers for s in stores]
+    by_writer: dict[tuple[str, str], list[float]] = {d: [] for d in designs}
     per_topic, per_read = [], []
     for number in range(1, args.rounds + 1):
-        writer = writers[(number - 1) % len(writers)]
+        writer, store = designs[(number - 1) % len(designs)]
+        use_log_store(spark, [job.spark for job in jobs], LOG_STORES[store](target))
         python_before = 0
         for job in jobs:
             job.committer.arrow_rows = ArrowRows(job.decoder.schemas) if writer == "python" else None
@@ -128,9 +166,9 @@ def run(args: argparse.Namespace) -> None:
         source.flush()
         took, topics = stage()
         per_topic.append(took / max(topics, 1))
-        by_writer[writer].append(per_topic[-1])
+        by_writer[(writer, store)].append(per_topic[-1])
         in_python = sum(job.committer.python_commits for job in jobs) - python_before
-        line = (f"round {number} ({writer}): {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic; "
+        line = (f"round {number} ({writer}, {store} log store): {took:.2f} s for {topics} topics, {per_topic[-1]:.3f} s a topic; "
                 f"{in_python} commits written in Python")
         if args.read:
             per_read.append(read() / len(tables))
@@ -138,9 +176,9 @@ def run(args: argparse.Namespace) -> None:
         print(line, flush=True)
     if jvm:
         subprocess.run(["jcmd", jvm, "JFR.stop", "name=bench"], check=True)
-    for writer, rounds in by_writer.items():
+    for (writer, store), rounds in by_writer.items():
         if rounds:
-            print(f"{args.tables} tables, {args.threads} threads, {writer} writes: median "
+            print(f"{args.tables} tables, {args.threads} threads, {writer} writes, {store} log store: median "
                   f"{statistics.median(rounds):.3f} s a topic (rounds {', '.join(f'{s:.3f}' for s in rounds)})")
     if per_read:
         print(f"reads: mean {statistics.fmean(per_read):.3f} s a table, median {statistics.median(per_read):.3f} "
