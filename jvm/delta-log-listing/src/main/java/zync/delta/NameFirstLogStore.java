@@ -46,9 +46,9 @@ import org.apache.hadoop.fs.Path;
  * created 200 raw tables. And that check and the rename are two steps, so two writers of the same
  * version could both pass the check and the second rename replace the first's commit. This store
  * writes the temporary file with java.nio and publishes it with a hard link, which the kernel
- * refuses if the version exists: put-if-absent in one step, no process. Overwrites (Delta's own
- * _last_checkpoint and checksums go elsewhere; overwrite is asked only for files that may be
- * replaced) are one atomic rename. A folder that cannot hold hard links gets HDFSLogStore's write.
+ * refuses if the version exists: put-if-absent in one step, no process. An overwrite (asked only
+ * for files Delta may replace, as _last_checkpoint) is one atomic rename. A folder that cannot
+ * hold hard links gets HDFSLogStore's write.
  */
 public class NameFirstLogStore extends HDFSLogStore {
 
