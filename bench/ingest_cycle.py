@@ -41,7 +41,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 STATE = ROOT / ".local" / "bench-ingest-cycle-state"
-LOG_STORE_SETTINGS = ("spark.delta.logStore.file.impl", "spark.sql.streaming.checkpointFileManagerClass")
 PORTS = {"ZYNC_KAFKA_PORT": "24492", "ZYNC_REGISTRY_PORT": "24481", "ZYNC_CATALOG_PORT": "24827"}
 
 
@@ -75,29 +74,23 @@ def main() -> None:
         zync("down")
 
 
-def _project_log_store(target) -> dict[str, str]:
-    return {key: target.spark_conf[key] for key in LOG_STORE_SETTINGS}
+# The anchor's log settings: Delta's own store, and Spark's default checkpoint file manager, which
+# writes Delta's checksums; the project's are profiles/profiles.yml's values of the same keys.
+DELTA_LOG_SETTINGS = {"spark.delta.logStore.file.impl": "io.delta.storage.HDFSLogStore",
+                      "spark.sql.streaming.checkpointFileManagerClass":
+                          "org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"}
+LOG_STORES = ("zync", "delta")
 
 
-# Each design's values for LOG_STORE_SETTINGS; the project's are profiles/profiles.yml's.
-LOG_STORES = {
-    "zync": _project_log_store,
-    "delta": lambda _target: {"spark.delta.logStore.file.impl": "io.delta.storage.HDFSLogStore",
-                              "spark.sql.streaming.checkpointFileManagerClass":
-                                  "org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"},
-}
+def use_log_settings(spark, sessions, settings: dict[str, str]) -> None:
+    """The store through bench/log_listing.py's switch; checksums with each session's own manager."""
+    from bench.log_listing import STORE_KEY, use_store
 
-
-def use_log_store(spark, sessions, settings: dict[str, str]) -> None:
-    """Delta picks a scheme's store from the live SparkConf when a table's log is first opened (so
-    the cached logs are dropped), and writes checksums with the session's checkpoint file manager."""
-    from zync.spark_internals import java_class
-
-    store_key, manager_key = LOG_STORE_SETTINGS
-    spark.sparkContext._jvm.org.apache.spark.SparkEnv.get().conf().set(store_key, settings[store_key])
-    java_class(spark, "org.apache.spark.sql.delta.DeltaLog").clearCache()
+    use_store(spark, settings[STORE_KEY])
     for session in sessions:
-        session.conf.set(manager_key, settings[manager_key])
+        for key, value in settings.items():
+            if key != STORE_KEY:
+                session.conf.set(key, value)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -151,11 +144,15 @@ def run(args: argparse.Namespace) -> None:
     if set(stores) - set(LOG_STORES):
         raise SystemExit(f"--log-stores takes {' and '.join(LOG_STORES)}, not {args.log_stores}")
     designs = [(w, s) for w in writers for s in stores]
+    settings = {"zync": {key: target.spark_conf[key] for key in DELTA_LOG_SETTINGS}, "delta": DELTA_LOG_SETTINGS}
     by_writer: dict[tuple[str, str], list[float]] = {d: [] for d in designs}
     per_topic, per_read = [], []
+    in_use = "zync"  # the session's own settings
     for number in range(1, args.rounds + 1):
         writer, store = designs[(number - 1) % len(designs)]
-        use_log_store(spark, [job.spark for job in jobs], LOG_STORES[store](target))
+        if store != in_use:
+            use_log_settings(spark, [job.spark for job in jobs], settings[store])
+            in_use = store
         python_before = 0
         for job in jobs:
             job.committer.arrow_rows = ArrowRows(job.decoder.schemas) if writer == "python" else None
