@@ -203,7 +203,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f"...or N rows (default {FOLD_AFTER_ROWS}); a new raw schema folds at once")
     p.add_argument("--folds-per-cycle", type=int, default=FOLDS_PER_CYCLE, metavar="N",
                    help=f"fold at most N mirrors in one cycle (default {FOLDS_PER_CYCLE}; 0: no bound), and one "
-                        "a cycle when growth alone is the reason; --once folds every mirror whose raw table moved")
+                        "a cycle when growth alone is the reason; a mirror never built is built in the cycle that "
+                        "finds it, past the bound; --once folds every mirror whose raw table moved")
     p.add_argument("--metrics", metavar="ADDR", default=None,
                    help=f"serve Prometheus metrics at http://ADDR/metrics and health at /healthz: HOST:PORT, PORT "
                         f"or HOST (default {DEFAULT_ADDRESS}; if that port is taken the run goes on without them); "

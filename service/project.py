@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,7 @@ WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages
 MIRROR_BASE_SUFFIX = "__base"
 # zync run's own dbt artifacts, apart from a hand-run dbt's target/ (both may run at once).
 TARGET_PATH = Path("target") / "zync-run"
+RELATION_NAMES_ONLY = "ZYNC_RELATION_NAMES_ONLY"  # read by macros/admin/spark__list_relations_without_caching.sql
 
 
 class DbtError(ZyncError):
@@ -91,6 +94,21 @@ def fingerprint(root: Path) -> tuple[tuple[str, int, int], ...]:
                 continue
             found.append((str(path), stat.st_mtime_ns, stat.st_size))
     return tuple(sorted(found))
+
+
+@contextmanager
+def relation_names_only() -> Iterator[None]:
+    """dbt's relation cache filled with names and kinds only (macros/admin/spark__list_relations_without_caching.sql):
+    a run needs no more, and the full listing costs a metastore call per relation of the schema."""
+    before = os.environ.get(RELATION_NAMES_ONLY)
+    os.environ[RELATION_NAMES_ONLY] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(RELATION_NAMES_ONLY, None)
+        else:
+            os.environ[RELATION_NAMES_ONLY] = before
 
 
 class DbtProject:
@@ -174,7 +192,8 @@ class DbtProject:
         """`dbt run --select names`, one invocation; how each model ended."""
         # The results come back in memory: writing manifest.json (~0.7 MB) and run_results.json to
         # target/zync-run after every run would cost each cycle its serialisation and nobody reads them.
-        result = self._invoke("run", "--select", *names, "--no-write-json")
+        with relation_names_only():
+            result = self._invoke("run", "--select", *names, "--no-write-json")
         runs = getattr(result.result, "results", None)
         if not runs:
             reason = result.exception or result.result or "no model ran"

@@ -9,6 +9,8 @@ time travel to the build still shows the rows before the changes.
 The mirror is also turned into one stored as a table under its own name (as
 mirrors were before they had a base table): the run renames it to its base,
 keeping its history and the cursor its commits carry, and makes the view.
+That run lists the schema's relations as `zync run`'s runs do, by name and
+kind only, which must give what dbt-spark's full listing gives.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 
 import pytest
 
+from service.project import relation_names_only
 from tests.mirrors.conftest import append_raw, change, drop_tables, mirror_project, rows
 
 TOPIC = "mir_Layout"
@@ -66,7 +69,8 @@ def layout(spark, tmp_path_factory):
     spark.sql("alter table zync.mir_layout__base rename to zync.mir_layout")
     append_raw(spark, RAW, [*CHANGES, keyed(10, "c", 7, "note-7")], ("note",))
     logs = folder / "logs"
-    project.dbt("run", "--select", "mir_layout", "--log-path", str(logs), "--log-level-file", "debug")
+    with relation_names_only():  # as `zync run` runs it: dbt's relation cache from names and kinds only
+        project.dbt("run", "--select", "mir_layout", "--log-path", str(logs), "--log-level-file", "debug")
     yield {"project": project, "built": built, "log": (logs / "dbt.log").read_text()}
     drop_tables(spark, *TABLES)
 
@@ -112,3 +116,23 @@ def test_time_travel_reads_the_build_under_the_deletion_vectors(spark, layout):
     assert rows(spark, LIVE.format(f"__base version as of {layout['built']}")) == [
         (i, NAMES[i], f"note-{i}") for i in range(1, 7)
     ]
+
+
+LISTED = """{%- for row in spark__list_relations_without_caching(api.Relation.create(schema='zync')) -%}
+{{ row[1] }} {{ 'view' if 'Type: VIEW' in row[3] else 'table' }}
+{% endfor -%}"""
+
+
+def listed(project) -> set[tuple[str, str]]:
+    run = project.dbt("compile", "--inline", LISTED, "--no-populate-cache")
+    return {tuple(line.split()) for line in run.results[0].node.compiled_code.splitlines() if line.strip()}
+
+
+def test_relations_listed_by_name_and_kind_are_those_dbt_spark_lists_with_the_same_kinds(layout):
+    assert "show views in zync" in layout["log"] and "show table extended" not in layout["log"]
+    full = listed(layout["project"])
+    with relation_names_only():
+        by_name = listed(layout["project"])
+    assert {("mir_layout", "view"), ("mir_layout__base", "table"), ("mir_layout__raw_changes", "view"),
+            (RAW, "table")} <= full
+    assert by_name == full

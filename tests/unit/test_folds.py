@@ -51,19 +51,26 @@ def test_a_mirror_folds_after_n_commits_or_m_rows_and_the_log_is_read_once():
     assert set(policy.choose({"b": {RAW.format("b"): at(15)}}, models, ran_at)) == {"b"}
 
 
-def test_a_mirror_without_a_base_or_whose_raw_schema_changed_folds_at_once_first_and_bounded():
-    models = [mirror(n) for n in "abcd"]
-    versions = FakeVersions({"zync.b__base", "zync.c__base", "zync.d__base"}, schema_changes={RAW.format("c"): {12}})
-    policy = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=2)
-    ran_at = {n: {RAW.format(n): at(10)} for n in "bcd"}
+def test_every_mirror_without_a_base_is_built_at_once_and_the_other_folds_are_bounded():
+    models = [mirror(n) for n in "abcdef"]
+    versions = FakeVersions({"zync.b__base", "zync.c__base", "zync.d__base", "zync.f__base"},
+                            schema_changes={RAW.format("c"): {12}, RAW.format("f"): {11}})
+    policy = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=1)
+    ran_at = {n: {RAW.format(n): at(10)} for n in "bcdf"}
     due = {"a": {RAW.format("a"): at(1)}, "b": {RAW.format("b"): at(11)}, "c": {RAW.format("c"): at(12)},
-           "d": {RAW.format("d"): at(20)}}
-    # a has no base (never built, or a table-style mirror), c's raw table has a new schema; d is due too,
-    # but only two fold per cycle: d waits for the next
-    assert set(policy.choose(due, models, ran_at)) == {"a", "c"}
-    ran_at.update({"a": due["a"], "c": due["c"]})
-    versions.bases.add("zync.a__base")
-    assert set(policy.choose({"b": due["b"], "d": due["d"]}, models, ran_at)) == {"d"}
+           "d": {RAW.format("d"): at(20)}, "e": {RAW.format("e"): at(1)}, "f": {RAW.format("f"): at(11)}}
+    # a and e have no base (never built, or a table-style mirror): both are built, past the bound of one;
+    # c's and f's raw tables have a new schema, and one of them fits the bound: c, the more commits behind.
+    # d is due by growth alone: it waits for a cycle with no other fold
+    assert set(policy.choose(due, models, ran_at)) == {"a", "e", "c"}
+    ran_at.update({n: due[n] for n in "aec"})
+    versions.bases.update({"zync.a__base", "zync.e__base"})
+    assert set(policy.choose({n: due[n] for n in "bdf"}, models, ran_at)) == {"f"}
+    ran_at["f"] = due["f"]
+    assert set(policy.choose({n: due[n] for n in "bd"}, models, ran_at)) == {"d"}
+    # a first build takes a growth fold's place too: the growth fold waits for a cycle without folds
+    versions.bases.discard("zync.e__base")
+    assert set(policy.choose({"d": due["d"], "e": {RAW.format("e"): at(2)}}, models, ran_at)) == {"e"}
     # --once: everything that moved, unbounded
     assert policy.choose(due, models, ran_at, everything=True) == due
 
