@@ -141,13 +141,20 @@ class Committer:
 
         Not for a shaper's batch (its columns are a Spark query's), one that evolved the table
         (Delta's schema merge is Spark's write), nor a large one; nor when the rows would not be
-        exactly Spark's: the batch then goes through Spark, as all did before.
+        exactly Spark's: the batch then goes through Spark, as all did before. A table's first
+        batch creates it first (RawTable.create), unless the table is given by location.
         """
         batch.state.table.declined = None
-        if self.arrow_rows is None or self.shape or batch.changes or len(batch.messages) > PYTHON_ROWS_UP_TO:
+        if self.arrow_rows is None or self.shape or len(batch.messages) > PYTHON_ROWS_UP_TO:
             return False
         arrow_rows, messages = self.arrow_rows, batch.messages
         table = batch.state.table
+        if not table.exists():
+            # The table's first batch: created with the batch's types, which hold every change so far.
+            if not table.create(batch.key_type, batch.value_type, f"the batch up to {messages[-1].where}"):
+                return False
+        elif batch.changes:
+            return False
         if table.append_rows(lambda schema: arrow_rows.rows(messages, schema), f"the batch up to {messages[-1].where}"):
             self.python_commits += 1
             return True

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlparse
 
-from zync.spark_internals import delta_log, delta_tables, java_session, latest_snapshot, python_frame
+from zync.spark_internals import delta_log, delta_tables, java_class, java_session, latest_snapshot, python_frame
 
 if TYPE_CHECKING:
     from py4j.java_gateway import JavaObject
@@ -35,10 +35,16 @@ class HistoryEntry(NamedTuple):
 def table_location(spark: SparkSession, name: str) -> str:
     """The storage location (a URI, e.g. file:/...) of a catalog table; `name` as SQL spells it (quoted).
 
-    Asked of the catalog (DESCRIBE DETAIL, a Spark command): DeltaLog takes a location, not a name.
-    Callers keep the answer while the table is there.
+    Asked of the catalog (one metastore call): DeltaLog takes a location, not a name. Not DESCRIBE
+    DETAIL: it also counts the table's files, a Spark job over its log, which `zync run` paid for
+    every table of a database at its first append in Python and its first look at the versions.
+    Written as DESCRIBE DETAIL writes it (Hadoop's Path, not the catalog's escaped URI). Callers
+    keep the answer while the table is there.
     """
-    return spark.sql(f"describe detail {name}").first()["location"]
+    session = java_session(spark)
+    state = session.sessionState()
+    metadata = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(name))
+    return str(java_class(spark, "org.apache.hadoop.fs.Path")(metadata.location()).toString())
 
 
 def is_delta_table(spark: SparkSession, location: str) -> bool:

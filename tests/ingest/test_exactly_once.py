@@ -130,6 +130,23 @@ def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, tmp_pa
     assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(3)})
 
 
+def test_of_two_ingests_creating_a_new_table_by_name_for_python_rows_the_second_is_refused(spark):
+    """Both saw no table and create it empty for a first batch written in Python (RawTable.create):
+    the second create must stop that ingest rather than append its batch to the first one's table."""
+    name = f"zync.{unique('created_twice')}"
+    key = T.StructType([T.StructField("id", T.LongType())])
+    first, second = RawTable(spark, name=name), RawTable(spark, name=name)
+    assert not first.exists() and not second.exists()
+    try:
+        assert first.create(key, key, "batch 1")
+        with pytest.raises(ConcurrentIngestError, match="it created the table first"):
+            second.create(key, key, "batch 1")
+        assert spark.table(name).count() == 0
+        assert spark.sql(f"describe history {name}").count() == 1
+    finally:
+        spark.sql(f"drop table if exists {name}")
+
+
 @pytest.mark.parametrize("slow_writer", ["spark", "python"])
 def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, tmp_path, slow_writer):
     """Both began on the same table version and passed every check before writing; the one that

@@ -3,8 +3,9 @@ own write of the same messages: the same rows, the same statistics where they ar
 exactly-once checks.
 
 Each topic is ingested twice by the consumer's reader, into a table whose small batches go through
-the Python path and into one whose batches all go through Spark; both tables' first batch creates
-them through Spark, as every table is created. The Spark-written twin is the oracle.
+the Python path (its first batch creates it without a Spark job, then is written in Python) and into
+one whose batches all go through Spark (its first batch creates it). The Spark-written twin is the
+oracle: the same columns and properties, rows and statistics.
 """
 
 from __future__ import annotations
@@ -59,8 +60,11 @@ def _ingest(target, topic: str, table: str, python_rows: bool) -> Ingest:
 
 
 def _rows(spark, table: str) -> list[str]:
-    """Every row as JSON (maps and all), in offset order."""
-    return [r[0] for r in spark.table(table).orderBy("kafka.partition", "kafka.offset")
+    """Every row as JSON (maps and all), in offset order, its maps' entries by key: a map's entries
+    have no order (fastavro keeps the writer's, Spark's Avro reader a hash map's), and the columns'
+    order is the schema's, compared on its own."""
+    return [json.dumps(json.loads(r[0]), sort_keys=True)
+            for r in spark.table(table).orderBy("kafka.partition", "kafka.offset")
             .select(F.to_json(F.struct("*"))).collect()]
 
 
@@ -69,6 +73,10 @@ def _last_commit(spark, table: str, kind: str) -> dict:
     location = Path(spark.sql(f"describe detail {table}").first()["location"].removeprefix("file:"))
     last = sorted((location / "_delta_log").glob("*.json"))[-1]
     return next(json.loads(line)[kind] for line in last.read_text().splitlines() if line.startswith(f'{{"{kind}"'))
+
+
+def _properties(spark, table: str) -> dict[str, str]:
+    return {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
 
 
 def _last_add(spark, table: str) -> dict:
@@ -92,7 +100,11 @@ def twins(producer, target, spark, schema: dict, values: list) -> tuple[str, str
     tables = {True: f"zync.{topic}_py", False: f"zync.{topic}_spark"}
     producer.send(topic, KEY, schema, [({"id": 0}, values[0])])
     for python_rows, table in tables.items():
-        assert _ingest(target, topic, table, python_rows).committer.python_commits == 0  # a create is Spark's
+        job = _ingest(target, topic, table, python_rows)
+        assert job.committer.python_commits == (1 if python_rows else 0), job.states[topic].table.declined
+    # Created by the catalog, then a Python-written commit: what Spark's creating append makes.
+    assert spark.table(tables[True]).schema.json() == spark.table(tables[False]).schema.json()
+    assert _properties(spark, tables[True]) == _properties(spark, tables[False])
     producer.send(topic, KEY, schema, [({"id": i}, v) for i, v in enumerate(values[1:] + [None], 1)])
     for python_rows, table in tables.items():
         job = _ingest(target, topic, table, python_rows)
