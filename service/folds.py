@@ -18,17 +18,19 @@ whatever it folds), only when one of these holds:
 - the run folds everything that moved (`zync run --once`).
 Every mirror without a base is built in the cycle that finds it: until then
 its name shows nothing, and a whole database's first build in one `dbt run`
-pays dbt's start and its listing of the schema's relations once, where 4 a
-cycle paid them 50 times at 200 tables. Of the other folds, at most
-`per_cycle` run in one cycle (0: no bound at all), a changed schema first,
-then the most commits behind: a burst over many tables spreads its folds over
-the following cycles instead of stalling one. Of the folds due only by growth, at most one runs in a cycle, and only in
-a cycle with no other fold: under a steady stream every mirror reaches its
+pays dbt's start and its listing of the schema's relations once, where a
+bound of 4 a cycle would pay them 50 times at 200 tables. Of the other folds,
+at most `per_cycle` run in one cycle (0: no bound at all), a changed schema
+first, then the most commits behind: a burst over many tables spreads its
+folds over the following cycles instead of stalling one. Of the folds due
+only by growth, at most one runs in a cycle, and only in a cycle with no
+other fold or first build: under a steady stream every mirror reaches its
 threshold in the same cycle, and folding them together stalled that cycle
-(bench/soak.py: 30-50 s cycles every ~10 minutes, against 12 s). One a cycle,
-they stay spread out, since each counts from its own last fold. Only Delta logs are read to decide (service/versions.py), counted on from
-where the last cycle stopped, so a cycle with mirrors waiting costs a log
-listing and a commit file per mirror and raw table.
+(bench/soak.py: 30-50 s cycles every ~10 minutes, against 12 s). One a
+cycle, they stay spread out, since each counts from its own last fold. Only
+Delta logs are read to decide (service/versions.py), counted on from where
+the last cycle stopped, so a cycle with mirrors waiting costs a log listing
+and a commit file per mirror and raw table.
 """
 
 from __future__ import annotations
