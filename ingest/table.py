@@ -45,6 +45,7 @@ from zync.spark import session_conf
 
 TXN_APP_ID = "zync-from-kafka"
 TABLE_EXISTS = "org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException"
+NON_EMPTY_LOCATION = "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
 # kafka.* (the ETL cursor, mirrors) and perhaps by key; by default Delta would also
 # compute statistics on the first 32 leaf fields, mostly a Debezium `before` image no
@@ -358,6 +359,11 @@ class RawTable:
         except Exception as e:  # noqa: BLE001 - Py4J wraps the catalog's exception
             if caused_by(e, TABLE_EXISTS) or self._created_meanwhile():
                 raise self._conflict(where, "it created the table first") from None
+            if getattr(e, "getErrorClass", lambda: None)() == NON_EMPTY_LOCATION:
+                # Files of an earlier write that failed before its commit: Delta's create refuses the
+                # folder, a first append through Spark writes beside them, as it always has.
+                self.declined = "the table's folder holds files of a failed write"
+                return False
             raise
         self._exists = True
         return True
