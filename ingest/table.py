@@ -352,7 +352,7 @@ class RawTable:
             return False
         schema = as_nullable(T.StructType([T.StructField("kafka", kafka_struct()), T.StructField("key", key_type),
                                            T.StructField("value", value_type)]))
-        self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
+        self._create_database()
         try:
             with self._creating(schema, f"{TXN_APP_ID} run {self.run_id} create"):
                 self.spark.catalog.createTable(self.name, source="delta", schema=schema)
@@ -367,6 +367,10 @@ class RawTable:
             raise
         self._exists = True
         return True
+
+    def _create_database(self) -> None:
+        """The named table's database, made if missing (a first write into a new schema)."""
+        self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
 
     def append_rows(self, rows_for: Callable[[T.StructType], pa.Table], where: str) -> bool:
         """Append one batch's rows, built in Python for the table's schema, as append() does; False (nothing
@@ -417,7 +421,7 @@ class RawTable:
             if others:
                 raise self._conflict(where, f"it made commit {others[0]} since this one started")
         elif self.name:
-            self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
+            self._create_database()
         version = self._txn_version + 1
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
