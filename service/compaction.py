@@ -143,15 +143,15 @@ def compaction_settings(min_file_bytes: int = MIN_FILE_BYTES) -> dict[str, str]:
     }
 
 
-def compaction_state(spark, table: str, limit: int) -> tuple[int, float | None]:
+def compaction_state(spark, table: str, limit: int, location: str | None = None) -> tuple[int, float | None]:
     """(commits since the table's last OPTIMIZE, counting at most `limit`; its time in epoch seconds, if seen).
 
     Reads the newest `limit` entries of the table's history (commit files,
-    no Spark job over the data): what lets a restarted `zync run` pick up the
-    count where the last one left it.
+    no Spark job over the data; at its `location`, if given and local): what
+    lets a restarted `zync run` pick up the count where the last one left it.
     """
     count = 0
-    for entry in history(spark, table, limit):
+    for entry in history(spark, table, limit, location):
         if entry.operation == OPTIMIZE:
             return count, entry.timestamp.timestamp()
         count += 1

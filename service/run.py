@@ -461,8 +461,13 @@ class Service:
                 self._failed("ingest", raw.topic, outcome)
                 continue
             self._succeeded("ingest", raw.topic)
-            lag += sum(job.progress.lag.values())
-            self.metrics.lags({raw.topic: sum(n for (t, _), n in job.progress.lag.items() if t == raw.topic)})
+            if marks is not None:
+                # What the run left behind the marks it read to (a stopped run; else 0). Not the job's
+                # progress lag: Spark's reader counts it before reading, and it stayed at a first
+                # run's whole backlog for every cycle after.
+                behind = sum(job.waiting(None, marks).values())
+                lag += behind
+                self.metrics.lags({raw.topic: behind})
             if outcome:
                 records += outcome
                 tables[raw.table] = outcome
@@ -676,7 +681,8 @@ class Service:
                 continue
             counted = self.uncompacted.get(table)
             if counted is None or counted[0].table_id != version.table_id:
-                commits, compacted_at = compaction_state(self.spark, table, self.compact_after)
+                commits, compacted_at = compaction_state(self.spark, table, self.compact_after,
+                                                           self.versions.location(table))
                 if compacted_at is not None and not self.vacuums.known(table):
                     self.vacuums.compacted(table, compacted_at)  # by an earlier run: its files still wait
             else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlparse
@@ -111,15 +111,59 @@ def commit_texts(spark: SparkSession, location: str, start: int, end: int) -> It
         yield version, texts
 
 
-def history(spark: SparkSession, name: str, limit: int) -> list[HistoryEntry]:
+def history(spark: SparkSession, name: str, limit: int, location: str | None = None) -> list[HistoryEntry]:
     """The newest `limit` commits of a catalog table (`name` as SQL spells it), newest first.
 
-    Read with DESCRIBE HISTORY rather than DeltaLog: one JVM call returns the few fields wanted from
-    every commit, where walking DeltaLog's commits from Python costs a py4j round trip per action.
+    Given the table's `location` on this machine's file system, its commit files are read there
+    (history_from_files). Else DESCRIBE HISTORY rather than DeltaLog: one JVM call returns the few
+    fields wanted from every commit, where walking DeltaLog's commits from Python costs a py4j round
+    trip per action.
     """
+    if location is not None:
+        entries = history_from_files(location, limit)
+        if entries is not None:
+            return entries
     rows = (spark.sql(f"describe history {name} limit {int(limit)}")
             .select("version", "operation", "timestamp", "userMetadata").collect())
     return [HistoryEntry(int(r["version"]), r["operation"], r["timestamp"], r["userMetadata"]) for r in rows]
+
+
+def history_from_files(location: str, limit: int) -> list[HistoryEntry] | None:
+    """The newest `limit` commits of the Delta table at a local `location`, newest first, read from its
+    commit files; None if the location is not local or a commit file cannot be read as Delta writes it.
+
+    DESCRIBE HISTORY costs a statement's parse, analysis and the table's snapshot, ~0.4 s a table
+    beside a busy `zync run` (2026-11-28, 2 cores): paid for each of a 200-table database's 400
+    tables, that was minutes of the cycle after the first build. A commit's time here is its file's
+    modification time, as Delta's history gives it for a table without in-commit timestamps; a
+    commit whose file a log cleanup removed is not there, as it is not in DESCRIBE HISTORY.
+    """
+    if limit <= 0 or not location.startswith("file:"):
+        return None
+    folder = Path(urlparse(location).path) / "_delta_log"
+    try:
+        commits = sorted((p for p in folder.iterdir() if p.suffix == ".json" and p.stem.isdigit()),
+                         key=lambda p: int(p.stem), reverse=True)[:limit]
+        entries = []
+        for path in commits:
+            info = _commit_info(path)
+            if info is None:
+                return None
+            # In milliseconds, as Hadoop's file status gives Delta the time.
+            modified = datetime.fromtimestamp(path.stat().st_mtime_ns // 1_000_000 / 1000, tz=timezone.utc)
+            entries.append(HistoryEntry(int(path.stem), info["operation"], modified, info.get("userMetadata")))
+        return entries
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _commit_info(path: Path) -> dict[str, Any] | None:
+    """The commitInfo action of a commit file (Delta writes it first), None if it has none."""
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.startswith('{"commitInfo"'):
+                return json.loads(line)["commitInfo"]
+    return None
 
 
 def checksum_figures(location: str | None, version: int) -> tuple[int, int] | None:

@@ -28,8 +28,11 @@ def allow(principal: str, topic: str, operation: AclOperation) -> AclBinding:
 
 
 @pytest.fixture(scope="module")
-def reader(target):
-    """A SCRAM user with ACLs on two topics that hold a record each; its target over SASL_SSL."""
+def reader(target, spark):
+    """A SCRAM user with ACLs on two topics that hold a record each; its target over SASL_SSL.
+
+    The target has the local target's dbt output but no Spark output of its own: ingest runs on
+    the suite's session (`spark`), as `zync from-kafka` would on the local target's."""
     admin = kafka_client.admin(target)  # PLAINTEXT: the broker's super user
     upsert = UserScramCredentialUpsertion(READER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
                                           READER_PASSWORD.encode())

@@ -1,12 +1,14 @@
 """What `zync run`'s compaction rewrites, on real Spark and Delta: the small files, not a larger
-compacted file that they do not outweigh (tests/unit/test_compaction_tiers.py has the rule's bounds)."""
+compacted file that they do not outweigh (tests/unit/test_compaction_tiers.py has the rule's bounds);
+and the count of commits since a table's last compaction, read from its commit files as DESCRIBE
+HISTORY reads it."""
 
 from __future__ import annotations
 
 import uuid
 
-from service.compaction import compact
-from zync.delta_metadata import table_location
+from service.compaction import compact, compaction_state
+from zync.delta_metadata import history, history_from_files, table_location
 
 
 def _table(spark, files: list[int]) -> tuple[str, str]:
@@ -44,4 +46,35 @@ def test_files_of_about_one_size_are_compacted_together(spark):
     assert (done.files_removed, done.files_added) == (6, 1)
     assert spark.table(name).count() == 1_800
     assert compact(spark, name, location).files_removed == 0  # one file: nothing left to do
+    spark.sql(f"drop table {name}")
+
+
+def test_the_history_read_from_commit_files_is_describe_historys(spark):
+    name, location = _table(spark, [300] * 3)
+    compact(spark, name, location)
+    spark.sql(f"alter table {name} set tblproperties ('zync.test' = 'x')")
+    with_note = spark.range(5).selectExpr("id + 9000000 as id", "uuid() as payload")
+    with_note.write.format("delta").mode("append").option("userMetadata", '{"note": 1}').saveAsTable(name)
+
+    described = history(spark, name, 10)
+    from_files = history_from_files(location, 10)
+    assert [(e.version, e.operation, e.user_metadata) for e in from_files] == \
+        [(e.version, e.operation, e.user_metadata) for e in described]
+    assert [e.operation for e in from_files] == ["WRITE", "SET TBLPROPERTIES", "OPTIMIZE", "WRITE", "WRITE",
+                                                "CREATE TABLE AS SELECT"]
+    assert from_files[0].user_metadata == '{"note": 1}'
+    for found, expected in zip(from_files, described):
+        assert abs(found.timestamp.timestamp() - expected.timestamp.timestamp()) < 1.0, (found, expected)
+    assert history_from_files(location, 2) == from_files[:2]
+    # Two commits since the OPTIMIZE, which ran at its commit's time, however the history is read.
+    assert compaction_state(spark, name, 10, location) == compaction_state(spark, name, 10)
+    assert compaction_state(spark, name, 10, location)[0] == 2
+    assert compaction_state(spark, name, 1, location) == (1, None)
+    spark.sql(f"drop table {name}")
+
+
+def test_a_history_not_on_this_machine_is_described(spark):
+    assert history_from_files("s3a://bucket/table", 10) is None
+    name, location = _table(spark, [10])
+    assert [e.operation for e in history(spark, name, 10, "hdfs://elsewhere/table")] == ["CREATE TABLE AS SELECT"]
     spark.sql(f"drop table {name}")
