@@ -637,10 +637,15 @@ def read_mirrors(spec: Path) -> None:
 def mirror_contents(mirrors: dict[str, str], work: Path) -> dict[str, dict[int, tuple]]:
     spec, out = work / "read-mirrors.json", work / "mirrors-read.json"
     spec.write_text(json.dumps({"mirrors": mirrors, "out": str(out)}))
-    done = subprocess.run([str(BIN / "python"), str(Path(__file__).resolve()), "--read-mirrors", str(spec)],
-                          cwd=ROOT, text=True, capture_output=True)
+    errors = work / "read-mirrors.err"
+    with errors.open("w") as stderr:
+        done = subprocess.run([str(BIN / "python"), str(Path(__file__).resolve()), "--read-mirrors", str(spec)],
+                              cwd=ROOT, text=True, stdout=subprocess.DEVNULL, stderr=stderr)
     if done.returncode != 0:
-        raise SystemExit(f"reading the mirrors failed:\n{done.stderr[-3000:]}")
+        # The first lines say what failed; a JVM trace's last ones only where.
+        causes = [line for line in errors.read_text().splitlines()
+                  if "Error" in line or "Exception" in line or line.startswith("Caused by")]
+        raise SystemExit("reading the mirrors failed:\n" + "\n".join(causes[:12]) + f"\n(all of it: {errors})")
     read = json.loads(out.read_text())
     return {t: {int(k): (v[0], float(v[1]), int(v[2]), str(v[3]), int(v[4])) for k, v in read.get(t, {}).items()}
             for t in mirrors}
