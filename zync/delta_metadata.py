@@ -3,7 +3,7 @@
 Every reader of a table's log goes through here, and in a process with Spark the log is read one
 way: Delta's own DeltaLog on the driver (zync/spark_internals.py), which lists the _delta_log
 folder and reads commits' JSON without a Spark job, in milliseconds; `zync run` asks it for
-versions every cycle. Where another reader is used (the catalog, DESCRIBE HISTORY, the checksum
+versions every cycle. Where another reader is used (the catalog, DESCRIBE HISTORY, commit files, the checksum
 file, delta-rs), its function says why.
 """
 
