@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -73,14 +73,18 @@ class TableMetadata:
 
 def append_files_reading_whole_table(spark: SparkSession, location: str,
                                      write_files: Callable[[TableMetadata], list[dict] | None], *, app_id: str,
-                                     txn_version: int, user_metadata: str, seen_version: int) -> int | None:
+                                     txn_version: int, user_metadata: str, seen_version: int,
+                                     properties: Mapping[str, str] | None = None) -> int | None:
     """Commit data files written outside Spark to the Delta table at `location`, as one commit; its
     version, or None if `write_files` wrote none.
 
     `write_files` gets the table's metadata as this transaction read it, writes the files in the
     table's folder and gives their `add` actions (Delta's JSON, as dicts); None commits nothing.
     The commit is append_reading_whole_table's in every other way: the same checks, SetTransaction
-    and commitInfo, and the table's schema stays the one the files were written for.
+    and commitInfo, and the table's schema stays the one the files were written for. `properties`
+    are set on the table by the same commit: what ingest notes of a batch's writer schemas lands
+    with its rows, where an ALTER TABLE after them was a commit of its own (seconds, for each of a
+    database's new tables).
     """
     with _active_session(spark):
         _, txn = _start(spark, location, seen_version)
@@ -92,6 +96,10 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
         if adds is None:
             return None
         action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+        if properties:
+            wrapped = json.loads(str(metadata.json()))
+            wrapped["metaData"]["configuration"] = {**wrapped["metaData"].get("configuration", {}), **properties}
+            txn.updateMetadata(action.fromJson(json.dumps(wrapped)), False)
         actions = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq(
             [action.fromJson(json.dumps({"add": add})) for add in adds])
         _write_metrics(spark, txn, adds)

@@ -139,15 +139,18 @@ class Ingest:
         """
         committed_before = sum(s.committed for s in self.states.values())
         dead_before = sum(s.dead_lettered for s in self.states.values())
-        small = self._resumed and exit_after == 0 and marks is not None \
-            and sum(self.waiting(None, marks).values()) <= SMALL_BACKLOG
+        resumes = {topic: state.resume() if not self._resumed else state.next_offsets
+                   for topic, state in self.states.items()}
+        self._resumed = True
+        # Counted from the resume points just read: a new table's first batches (a database's
+        # bootstrap, a topic discovered while running) and a restart's small backlog take the
+        # consumer too, and with it the Python write of a small batch (ingest/commit.py).
+        small = exit_after == 0 and marks is not None and sum(self.waiting(None, marks).values()) <= SMALL_BACKLOG
         for topic, state in self.states.items():
-            resume = state.resume() if not self._resumed else state.next_offsets
             known = sorted(p for t, p in (marks or {}) if t == topic)
             self.partitions[topic] = known or kafka_client.partitions(self.target, topic)
             self.progress.log("start", topic=topic, table=state.table.label, partitions=len(self.partitions[topic]),
-                              resume_offsets=resume, reader="python" if small else self.reader)
-        self._resumed = True
+                              resume_offsets=resumes[topic], reader="python" if small else self.reader)
         reader: Reader | None = self._spark_reader() if self.reader == "spark" and not small else None
         keep = marks is not None  # zync run: the consumer stays warm for the next cycle's run
         self.committer.start()

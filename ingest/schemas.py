@@ -200,9 +200,10 @@ class SchemaTracker:
                             f"registry has no subject {self.topic}-{part} to type the `{part}` column")
         return latest
 
-    def note(self) -> None:
-        """Record beside the table what its writer schemas say of its fields (after a commit): their
-        Connect schema names, and the defaults of fields that some of the table's writers lack.
+    def note(self, with_next_append: bool = False) -> None:
+        """Record beside the table what its writer schemas say of its fields (after a commit, or with
+        the next Python append's commit): their Connect schema names, and the defaults of fields that
+        some of the table's writers lack.
 
         The table's writer ids are kept only once a writer has defaults (Debezium's all do), so a
         table of plain schemas stays at one commit per batch."""
@@ -236,4 +237,4 @@ class SchemaTracker:
                     lacking = sorted(i for i, paths in fields.items() if path not in paths)
                     if lacking:
                         defaults[f"{part}.{path}"] = {"default": default, "absentIn": lacking}
-        self.table.note_writer_schemas(ids, names, defaults)
+        self.table.note_writer_schemas(ids, names, defaults, with_next_append)

@@ -165,6 +165,7 @@ class RawTable:
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
         self.last_rows: int | None = None  # rows of the last commit (Delta's numOutputRows), if known
         self._properties: dict[str, str] | None = None  # the table's properties, once read
+        self._notes_for_next_append: dict[str, str] = {}  # properties append_rows' commit sets (note_writer_schemas)
         self.declined: str | None = None  # why the last append_rows did not append, if it did not
 
     @property
@@ -289,21 +290,26 @@ class RawTable:
         return ids
 
     def note_writer_schemas(self, ids: dict[str, set[int]] | None, connect_names: dict[str, str],
-                            field_defaults: dict[str, dict]) -> None:
+                            field_defaults: dict[str, dict], with_next_append: bool = False) -> None:
         """Keep what the table's writer schemas say beside it: their ids (WRITER_SCHEMAS_PROPERTY), the
         Connect schema names of its fields (CONNECT_NAMES_PROPERTY) and the defaults of fields some
         writers lack (FIELD_DEFAULTS_PROPERTY); ids None (no writer
         of this run has defaults) leaves the stored ids and defaults as they are.
 
-        A commit of its own (no rows: the resume point and the conflict checks, which look for ingest
-        transactions, ignore it), made only when something changed: a new writer schema. Ids and
-        names are never dropped, as the table never drops a field.
+        Set by the next append_rows' own commit if `with_next_append` (if that append declines, the
+        note after the batch's commit makes it); otherwise a commit of its own (no rows: the resume
+        point and the conflict checks, which look for ingest transactions, ignore it), made only
+        when something changed: a new writer schema. Ids and names are never dropped, as the table
+        never drops a field.
         """
         wanted: dict[str, Any] = {CONNECT_NAMES_PROPERTY: {**self._stored(CONNECT_NAMES_PROPERTY, {}), **connect_names}}
         if ids is not None:  # the defaults are worked out over every writer id, so they go with them
             wanted[WRITER_SCHEMAS_PROPERTY] = {part: sorted(ids[part]) for part in ("key", "value")}
             wanted[FIELD_DEFAULTS_PROPERTY] = field_defaults
         changed = {k: v for k, v in wanted.items() if v != self._stored(k, {})}
+        if with_next_append:
+            self._notes_for_next_append = {k: json.dumps(v, sort_keys=True) for k, v in changed.items()}
+            return
         if not changed:
             return
         texts = {k: json.dumps(v, sort_keys=True).replace("\\", "\\\\").replace("'", "\\'") for k, v in changed.items()}
@@ -384,6 +390,7 @@ class RawTable:
         Delta wrote the commit must not take a committed file away.
         """
         self.declined = None
+        notes, self._notes_for_next_append = self._notes_for_next_append, {}
         location = urlparse(self._path()) if self.exists() else None
         if location is None or location.scheme not in ("", "file"):
             self.declined = "the table is not created yet" if location is None else "the table is not on a local path"
@@ -406,9 +413,12 @@ class RawTable:
         def commit(version: int, marker: str, seen: int) -> bool:
             return append_files_reading_whole_table(self.spark, self._path(), files, app_id=TXN_APP_ID,
                                                     txn_version=version, user_metadata=marker,
-                                                    seen_version=seen) is not None
+                                                    seen_version=seen, properties=notes) is not None
 
-        return self._append(where, False, commit)
+        appended = self._append(where, False, commit)
+        if appended and notes:
+            self._properties.update(notes)
+        return appended
 
     def _append(self, where: str, creating: bool, commit: Callable[[int, str, int], bool]) -> bool:
         """The checks around every append: no other ingest's commit since the one this ingest saw, before

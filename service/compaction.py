@@ -60,6 +60,10 @@ MIN_FILE_BYTES = 16 * 1024 * 1024  # files at least this large are never rewritt
 MAX_FILE_BYTES = 64 * 1024 * 1024  # the largest file a compaction writes (a bin's size)
 
 OPTIMIZE = "OPTIMIZE"
+# Commits that add no data file: not counted toward a compaction (an empty CREATE TABLE before a
+# table's first rows, properties, columns). Counted, a new table was due with its one file.
+ADDS_NO_FILES = frozenset({"CREATE TABLE", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "ADD COLUMNS",
+                           "CHANGE COLUMN", "REPLACE COLUMNS", "VACUUM START", "VACUUM END"})
 COMPACTIONS_PER_CYCLE = 2  # the fewest tables one cycle may compact
 
 
@@ -144,7 +148,8 @@ def compaction_settings(min_file_bytes: int = MIN_FILE_BYTES) -> dict[str, str]:
 
 
 def compaction_state(spark, table: str, limit: int, location: str | None = None) -> tuple[int, float | None]:
-    """(commits since the table's last OPTIMIZE, counting at most `limit`; its time in epoch seconds, if seen).
+    """(commits since the table's last OPTIMIZE that added files, among the newest `limit`; its time in
+    epoch seconds, if seen).
 
     Reads the newest `limit` entries of the table's history (commit files,
     no Spark job over the data; at its `location`, if given and local): what
@@ -154,7 +159,7 @@ def compaction_state(spark, table: str, limit: int, location: str | None = None)
     for entry in history(spark, table, limit, location):
         if entry.operation == OPTIMIZE:
             return count, entry.timestamp.timestamp()
-        count += 1
+        count += entry.operation not in ADDS_NO_FILES
     return count, None
 
 

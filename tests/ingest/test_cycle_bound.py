@@ -54,9 +54,9 @@ def test_a_cycles_ingest_returns_under_a_steady_stream(producer, target, reader)
 
 
 def test_a_kept_ingest_reads_small_backlogs_with_its_warm_consumer_exactly_once(producer, target, spark):
-    """zync run's cycles after the first: a backlog of a few records is read by the consumer the Ingest
-    keeps open from cycle to cycle (a Spark job costs ~0.7 s however few it reads), while a producer
-    keeps writing, and every record lands once, in offset order."""
+    """zync run's cycles: a backlog of a few records, a new table's first ones included, is read by the
+    consumer the Ingest keeps open from cycle to cycle (a Spark job costs ~0.7 s however few it reads),
+    while a producer keeps writing, and every record lands once, in offset order."""
     from zync import kafka_client
     from zync.tables import raw_table_name
 
@@ -76,8 +76,8 @@ def test_a_kept_ingest_reads_small_backlogs_with_its_warm_consumer_exactly_once(
     streaming = threading.Thread(target=stream, daemon=True)
     try:
         marks = kafka_client.watermarks(watcher, admin, {topic})
-        assert job.run(exit_after=0.0, marks=marks) == BACKLOG  # the first run: Spark's reader
-        assert job.batches_read["spark"] == 1
+        assert job.run(exit_after=0.0, marks=marks) == BACKLOG  # the table's first records
+        assert job.committer.python_commits == 1, job.states[topic].table.declined  # created, written in Python
         streaming.start()
         taken = BACKLOG
         for _ in range(6):
@@ -90,7 +90,7 @@ def test_a_kept_ingest_reads_small_backlogs_with_its_warm_consumer_exactly_once(
         streaming.join()
         marks = kafka_client.watermarks(watcher, admin, {topic})
         taken += job.run(exit_after=0.0, marks=marks)
-        assert job.batches_read["spark"] == 1, "the small backlogs went to Spark"
+        assert job.batches_read["spark"] == 0, "the small backlogs went to Spark"
     finally:
         stop.set()
         job.close()
@@ -99,3 +99,32 @@ def test_a_kept_ingest_reads_small_backlogs_with_its_warm_consumer_exactly_once(
     rows = spark.sql(f"select kafka.offset, key.id from zync.{raw_table_name(topic)} order by kafka.offset").collect()
     assert [r.offset for r in rows] == list(range(sent[0]))  # each offset once
     assert [r.id for r in rows] == list(range(sent[0]))
+
+
+def test_a_first_run_counts_its_backlog_from_the_tables_offsets(producer, target, spark, monkeypatch):
+    """A backlog above the bound goes to Spark's reader; a restarted `zync run`'s new Ingest counts what
+    waits from where its table stands, not from the topic's start, and reads a small rest with its
+    consumer."""
+    from ingest import from_kafka
+    from zync import kafka_client
+    from zync.tables import raw_table_name
+
+    monkeypatch.setattr(from_kafka, "SMALL_BACKLOG", BACKLOG - 1)
+    topic = producer.topic(unique("restart_backlog"))
+    producer.send(topic, KEY, envelope(ROW_V1), _rows(0, BACKLOG))
+    watcher, admin = kafka_client.consumer(target, group="zync-test-restart-backlog"), kafka_client.admin(target)
+    try:
+        first = Ingest(target, [topic], progress=ingest_progress(live=False, stream=sys.stderr))
+        assert first.run(exit_after=0.0, marks=kafka_client.watermarks(watcher, admin, {topic})) == BACKLOG
+        assert first.batches_read == {"spark": 1, "consumer": 0}
+        first.close()
+        producer.send(topic, KEY, envelope(ROW_V1), _rows(BACKLOG, 5))
+        restarted = Ingest(target, [topic], progress=ingest_progress(live=False, stream=sys.stderr))
+        assert restarted.run(exit_after=0.0, marks=kafka_client.watermarks(watcher, admin, {topic})) == 5
+        assert restarted.batches_read["spark"] == 0, "five records after a restart went to Spark"
+        assert restarted.committer.python_commits == 1
+        restarted.close()
+    finally:
+        watcher.close()
+    rows = spark.sql(f"select kafka.offset from zync.{raw_table_name(topic)} order by kafka.offset").collect()
+    assert [r.offset for r in rows] == list(range(BACKLOG + 5))

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from pyspark.sql import functions as F
 
 from ingest.from_kafka import Ingest, ingest_progress
-from ingest.table import ConcurrentIngestError, RawTable
+from ingest.table import WRITER_SCHEMAS_PROPERTY, ConcurrentIngestError, RawTable
 from tests.ingest.conftest import unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 from tests.ingest.test_all_types import SCHEMA as ALL_TYPES, VALUES as ALL_VALUES
@@ -133,6 +133,13 @@ def test_a_small_batch_written_in_python_holds_the_rows_and_statistics_spark_wri
     assert _last_commit(spark, python, "txn")["version"] == _last_commit(spark, spark_written, "txn")["version"]
     if schema["name"] == "Envelope":  # what zync run's freshness reads
         assert ours["minValues"]["value"]["source"]["ts_ms"] == theirs["minValues"]["value"]["source"]["ts_ms"]
+        # Debezium's schemas have defaults, so the writer schema ids are kept beside the table: with the
+        # rows' commit in Python, by a commit of their own after Spark's; the same properties either way.
+        assert _properties(spark, python)[WRITER_SCHEMAS_PROPERTY] == _properties(spark, spark_written)[
+            WRITER_SCHEMAS_PROPERTY]
+        operations = [r.operation for r in spark.sql(f"describe history {python}").collect()]
+        assert operations == ["WRITE", "WRITE", "CREATE TABLE"]
+        assert "SET TBLPROPERTIES" in [r.operation for r in spark.sql(f"describe history {spark_written}").collect()]
 
 
 def test_a_batch_with_a_union_of_several_types_goes_through_spark(producer, target, spark):

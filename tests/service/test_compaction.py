@@ -66,10 +66,24 @@ def test_the_history_read_from_commit_files_is_describe_historys(spark):
     for found, expected in zip(from_files, described):
         assert abs(found.timestamp.timestamp() - expected.timestamp.timestamp()) < 1.0, (found, expected)
     assert history_from_files(location, 2) == from_files[:2]
-    # Two commits since the OPTIMIZE, which ran at its commit's time, however the history is read.
+    # One commit since the OPTIMIZE that added a file (the properties' adds none), however the history
+    # is read.
     assert compaction_state(spark, name, 10, location) == compaction_state(spark, name, 10)
-    assert compaction_state(spark, name, 10, location)[0] == 2
+    assert compaction_state(spark, name, 10, location)[0] == 1
     assert compaction_state(spark, name, 1, location) == (1, None)
+    spark.sql(f"drop table {name}")
+
+
+def test_a_new_tables_empty_create_and_properties_do_not_bring_compaction_closer(spark):
+    """Ingest creates a database's new raw table empty, then writes its first batch: one file, one
+    commit counted, so --compact-after 2 does not compact a table of one file."""
+    name = f"default.compaction_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"create table {name} (id bigint) using delta")
+    spark.sql(f"insert into {name} values (1), (2)")
+    spark.sql(f"alter table {name} set tblproperties ('zync.test' = 'x')")
+    assert compaction_state(spark, name, 10, table_location(spark, name)) == (1, None)
+    spark.sql(f"insert into {name} values (3)")
+    assert compaction_state(spark, name, 10, table_location(spark, name)) == (2, None)
     spark.sql(f"drop table {name}")
 
 
