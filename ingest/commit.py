@@ -165,7 +165,8 @@ class Committer:
 
     def _committed(self, batch: Batch, **extra) -> None:
         state, messages = batch.state, batch.messages
-        state.schemas.note()
+        if extra.get("written") != "python":  # a Python commit set what note() keeps (_appended_in_python)
+            state.schemas.note()
         for m in messages:
             state.next_offsets[m.partition] = max(state.next_offsets.get(m.partition, 0), m.offset + 1)
         state.committed += len(messages)

@@ -140,6 +140,11 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _sql_text(text: str) -> str:
+    """`text` as the inside of a quoted Spark SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
 def _output_rows(commit_info) -> int | None:
     metrics = commit_info.operationMetrics()
     if not metrics.isDefined():
@@ -306,16 +311,15 @@ class RawTable:
         if ids is not None:  # the defaults are worked out over every writer id, so they go with them
             wanted[WRITER_SCHEMAS_PROPERTY] = {part: sorted(ids[part]) for part in ("key", "value")}
             wanted[FIELD_DEFAULTS_PROPERTY] = field_defaults
-        changed = {k: v for k, v in wanted.items() if v != self._stored(k, {})}
+        changed = {k: json.dumps(v, sort_keys=True) for k, v in wanted.items() if v != self._stored(k, {})}
         if with_next_append:
-            self._notes_for_next_append = {k: json.dumps(v, sort_keys=True) for k, v in changed.items()}
+            self._notes_for_next_append = changed
             return
         if not changed:
             return
-        texts = {k: json.dumps(v, sort_keys=True).replace("\\", "\\\\").replace("'", "\\'") for k, v in changed.items()}
-        assignments = ", ".join(f"'{k}' = '{t}'" for k, t in texts.items())
+        assignments = ", ".join(f"'{k}' = '{_sql_text(t)}'" for k, t in changed.items())
         self.spark.sql(f"alter table {self.sql_name} set tblproperties ({assignments})")
-        self._properties.update({k: json.dumps(v, sort_keys=True) for k, v in changed.items()})
+        self._properties.update(changed)
 
     # --- the one-commit append ---------------------------------------------
 
