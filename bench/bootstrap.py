@@ -20,10 +20,7 @@ against what was produced, and each design's median.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,14 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.own_stack import own_stack  # noqa: E402
 STATE = ROOT / ".local" / "bench-bootstrap-state"
 PORTS = {"ZYNC_KAFKA_PORT": "24592", "ZYNC_REGISTRY_PORT": "24581", "ZYNC_CATALOG_PORT": "24927"}
 DESIGNS = ("consumer", "spark")
 WARM_UP_TABLES = 10
-
-
-def zync(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ROOT / ".venv" / "bin" / "zync"), *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def main() -> None:
@@ -49,15 +43,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="topics ingested at once (zync run --threads)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
-    shutil.rmtree(STATE, ignore_errors=True)
-    up = zync("up")
-    if up.returncode != 0:
-        raise SystemExit(f"zync up failed:\n{up.stdout}{up.stderr}")
-    try:
+    with own_stack(STATE, PORTS):
         run(args)
-    finally:
-        zync("down")
 
 
 def order(rounds: int) -> list[str]:

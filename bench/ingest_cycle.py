@@ -29,8 +29,6 @@ reader, each read on a snapshot the round's commit made new.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -40,12 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.own_stack import own_stack  # noqa: E402
 STATE = ROOT / ".local" / "bench-ingest-cycle-state"
 PORTS = {"ZYNC_KAFKA_PORT": "24492", "ZYNC_REGISTRY_PORT": "24481", "ZYNC_CATALOG_PORT": "24827"}
-
-
-def zync(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ROOT / ".venv" / "bin" / "zync"), *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def main() -> None:
@@ -63,15 +58,8 @@ def main() -> None:
     parser.add_argument("--read", action="store_true", help="read every raw table once per round, timed")
     parser.add_argument("--jfr", type=Path, help="record the driver JVM over the rounds into this file")
     args = parser.parse_args()
-    os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
-    shutil.rmtree(STATE, ignore_errors=True)
-    up = zync("up")
-    if up.returncode != 0:
-        raise SystemExit(f"zync up failed:\n{up.stdout}{up.stderr}")
-    try:
+    with own_stack(STATE, PORTS):
         run(args)
-    finally:
-        zync("down")
 
 
 # The anchor's log settings: Delta's own store, and Spark's default checkpoint file manager, which
