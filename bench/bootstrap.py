@@ -77,12 +77,14 @@ def run(args: argparse.Namespace) -> None:
                 for topic in source.topics]
         # The anchor: no backlog is small enough for the consumer, so every first batch is a Spark job.
         from_kafka.SMALL_BACKLOG = consumer_backlog if design == "consumer" else -1
-        marks = kafka_client.watermarks(watcher, admin, set(source.topics))
-        started = time.monotonic()
-        with ThreadPoolExecutor(args.threads) as pool:
-            list(pool.map(lambda job: job.run(exit_after=0.0, marks=marks), jobs))
-        seconds = time.monotonic() - started
-        from_kafka.SMALL_BACKLOG = consumer_backlog
+        try:
+            marks = kafka_client.watermarks(watcher, admin, set(source.topics))
+            started = time.monotonic()
+            with ThreadPoolExecutor(args.threads) as pool:
+                list(pool.map(lambda job: job.run(exit_after=0.0, marks=marks), jobs))
+            seconds = time.monotonic() - started
+        finally:
+            from_kafka.SMALL_BACKLOG = consumer_backlog
         records = tables * args.rows
         short = [(state.table.name, spark.table(state.table.name).count()) for job in jobs
                  for state in job.states.values()]
@@ -97,11 +99,11 @@ def run(args: argparse.Namespace) -> None:
         if short:
             raise SystemExit(f"{len(short)} raw tables do not hold their topic's {args.rows} records")
     watcher.close()
-    records = args.tables * args.rows
+    per_round = args.tables * args.rows
     print(f"\n{' '.join(['bench/bootstrap.py', *sys.argv[1:]])}")
     for design, rounds in took.items():
         if rounds:
-            print(f"{design}: median {statistics.median(rounds):.1f} s, {records / statistics.median(rounds):,.0f} "
+            print(f"{design}: median {statistics.median(rounds):.1f} s, {per_round / statistics.median(rounds):,.0f} "
                   f"records/s ({args.tables} tables x {args.rows} records, {args.threads} threads; rounds "
                   f"{', '.join(f'{s:.1f}' for s in rounds)})")
 
