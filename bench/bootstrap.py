@@ -47,9 +47,9 @@ def main() -> None:
         run(args)
 
 
-def order(rounds: int) -> list[str]:
+def order(rounds: int, designs: tuple[str, str] = DESIGNS) -> list[str]:
     """ABBA ABBA ...: each design as often first as second, neither always on a warmer engine."""
-    pattern = [DESIGNS[0], DESIGNS[1], DESIGNS[1], DESIGNS[0]]
+    pattern = [designs[0], designs[1], designs[1], designs[0]]
     return [pattern[i % 4] for i in range(rounds)]
 
 

@@ -188,12 +188,13 @@ class DbtProject:
             raise DbtError(f"dbt could not render {macro}: {result.exception or result.result}")
         return nodes[0].node.compiled_code
 
-    def run(self, names: list[str]) -> list[ModelRun]:
-        """`dbt run --select names`, one invocation; how each model ended."""
+    def run(self, names: list[str], threads: int | None = None) -> list[ModelRun]:
+        """`dbt run --select names`, one invocation; how each model ended. threads: the profile's if None."""
         # The results come back in memory: writing manifest.json (~0.7 MB) and run_results.json to
         # target/zync-run after every run would cost each cycle its serialisation and nobody reads them.
         with relation_names_only():
-            result = self._invoke("run", "--select", *names, "--no-write-json")
+            result = self._invoke("run", "--select", *names, "--no-write-json",
+                                  *(["--threads", str(threads)] if threads else []))
         runs = getattr(result.result, "results", None)
         if not runs:
             reason = result.exception or result.result or "no model ran"

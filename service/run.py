@@ -546,9 +546,10 @@ class Service:
         if small:
             with small_run_engine(self.spark):
                 runs += self.project.run(sorted(small))
-        # One model at a time: a mirror's commit carries its cursor through a session setting
-        # (macros/mirror/materialization/zync_mirror_commit_carrying.sql), which a second model
-        # running at once on this session would overwrite.
+        # dbt runs the profile's `threads` models at once, each thread on a clone of this session
+        # (dbt_zync/thread_sessions.py), made as the invocation starts: the settings set around it
+        # here reach every thread, and a mirror's cursor, carried in a session setting
+        # (macros/mirror/materialization/zync_mirror_commit_carrying.sql), stays its own.
         if set(due) - small:
             with without_adaptive_execution(self.spark):
                 runs += self.project.run(sorted(set(due) - small))
