@@ -167,6 +167,8 @@ class RawTable:
         self._location_of_name: str | None = None
         self._seen_version = -1  # the table version up to which this ingest has checked the log
         self._exists = False
+        # This ingest created the table: every row in it is one this ingest appended, and no zync note is set yet.
+        self._created_here = False
         self.check_seconds = 0.0  # the last commit's conflict checks (reported, to show their cost)
         self.last_rows: int | None = None  # rows of the last commit (Delta's numOutputRows), if known
         self._properties: dict[str, str] | None = None  # the table's properties, once read
@@ -286,7 +288,9 @@ class RawTable:
         if stored is not None:
             return {part: set(stored.get(part, [])) for part in ("key", "value")}
         ids: dict[str, set[int]] = {"key": set(), "value": set()}
-        if self.exists():
+        # A table this ingest created holds only its own appends, whose writers the caller adds: no scan
+        # (a Spark job, once half of a new table's first commit in a whole database's bootstrap).
+        if self.exists() and not self._created_here:
             for row in self.spark.sql(f"select distinct kafka.key_schema_id as key, kafka.value_schema_id as value "
                                       f"from {self.sql_name}").collect():
                 for part in ids:
@@ -375,7 +379,8 @@ class RawTable:
                 self.declined = "the table's folder holds files of a failed write"
                 return False
             raise
-        self._exists = True
+        self._exists = self._created_here = True
+        self._properties = {}  # the create set Delta's properties, none of zync's notes
         return True
 
     def _create_database(self) -> None:
@@ -455,6 +460,7 @@ class RawTable:
                 raise self._conflict(where, "it created the table first") from None
             raise
         self._exists = True
+        self._created_here = self._created_here or creating
         started = time.monotonic()
         latest, others, mine = self._commits_since(seen, marker)
         if mine is None or (others and others[0] < mine):
