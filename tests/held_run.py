@@ -21,10 +21,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
+HELD_PREFIX = "zync.test.held."
 HOLD_MACRO = """\
 {% macro hold_until() -%}
   {%- set hold = var('hold_until', {}).get(this.identifier) -%}
   {%- set waiting = {'on': execute and hold is not none} -%}
+  {%- if waiting.on -%}
+    {#- Its render (and so its reads) is done: said where another thread can see it, the JVM's system properties. -#}
+    {%- do run_query("select reflect('java.lang.System', 'setProperty', 'HELD_PREFIX" ~ this.identifier ~ "', 'true')") -%}
+  {%- endif -%}
   {%- for attempt in range(150) if waiting.on -%}
     {%- if run_query(hold.sql).rows[0][0] >= hold.at_least -%}
       {%- do waiting.update({'on': false}) -%}
@@ -33,7 +38,12 @@ HOLD_MACRO = """\
     {%- endif -%}
   {%- endfor -%}
 {%- endmacro %}
-"""
+""".replace("HELD_PREFIX", HELD_PREFIX)
+
+
+def held_property(model: str) -> str:
+    """The JVM system property a held run of `model` sets once it holds (HOLD_MACRO)."""
+    return HELD_PREFIX + model
 
 
 def add_hold_hook(project: Path) -> None:
@@ -52,11 +62,20 @@ class HeldRun:
 
     def __init__(self, invoke, holds: dict[str, tuple[str, int]]):
         self.results: list = []
+        self.models = list(holds)
         hold = {model: {"sql": sql, "at_least": at_least} for model, (sql, at_least) in holds.items()}
         args = ["run", "--select", *holds, "--threads", str(len(holds)),
                 "--vars", yaml.safe_dump({"hold_until": hold}, default_flow_style=True)]
         self.thread = threading.Thread(target=lambda: self.results.append(invoke(*args, expect_success=False)))
         self.thread.start()
+
+    def wait_until_held(self, spark, timeout: float = 120) -> None:
+        """Wait until every held model has rendered (read) and holds, its run still going."""
+        jvm = spark.sparkContext._jvm
+        self.wait_until(lambda: all(jvm.System.getProperty(held_property(m)) for m in self.models),
+                        "its hold", timeout)
+        for model in self.models:
+            jvm.System.clearProperty(held_property(model))
 
     def wait_until(self, condition, what: str, timeout: float = 120) -> None:
         """Wait for condition() while the run is still held (it must not have ended)."""
