@@ -1,7 +1,7 @@
 """Benchmark: a whole database's first mirror build, dbt's models one at a time against several at once.
 
     flock /work/machine.lock .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
-        [--rounds 4] [--threads 4] [--seed 1]
+        [--rounds 4] [--threads 4] [--compare threads|codegen] [--seed 1]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-first-build-state, ports of its own), stopped at the end. It makes one database of
@@ -10,9 +10,15 @@ every topic into its raw table (untimed), and compiles a project with one patter
 them all (`zync etl compile`, as a user does). Each round then drops every mirror and builds them
 all in one in-process `dbt run`, as `zync run`'s first cycle does (the manifest parsed once,
 adaptive execution off, dbt's relation cache by name). The rounds alternate two designs (ABBA):
+--compare threads (the default):
 - threads-1: one model at a time, as `zync run` built mirrors when they shared one session;
 - threads-N: --threads models at once, each dbt thread on its own session (dbt_zync/thread_sessions.py),
   the profile's setting.
+--compare codegen, both with --threads models at once:
+- compiled: Spark's generated code, as `zync run` built every mirror before a small first build
+  ran interpreted;
+- interpreted: what `zync run` does for a first build over at most SMALL_RUN_ROWS raw rows
+  (service/run.py small_run_engine).
 A first round over a few mirrors, each design once, warms the engine untimed.
 Printed: each round's seconds and seconds a mirror, every mirror's row count checked against the
 snapshot, and each design's median.
@@ -45,9 +51,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000, help="snapshot records per table")
     parser.add_argument("--rounds", type=int, default=4, help="rounds, the designs alternating (ABBA...)")
     parser.add_argument("--threads", type=int, default=4, help="models at once in the threaded design")
+    parser.add_argument("--compare", choices=("threads", "codegen"), default="threads",
+                        help="the two designs: one thread against --threads, or compiled against interpreted")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    if args.threads < 2:
+    if args.compare == "threads" and args.threads < 2:
         raise SystemExit("--threads must be 2 or more: the other design is one thread")
     with own_stack(STATE, PORTS):
         run(args)
@@ -71,7 +79,7 @@ def ingest_all(target, spark, topics: list[str]) -> None:
 def run(args: argparse.Namespace) -> None:
     from bench.wide import Source, mirror_name, pattern_mirror_file
     from service.project import DbtProject
-    from service.run import without_adaptive_execution
+    from service.run import small_run_engine, without_adaptive_execution
     from testkit.scratch import drop_relation, user_project
     from zync.config import load_target
     from zync.spark import spark_session
@@ -93,7 +101,7 @@ def run(args: argparse.Namespace) -> None:
     project = DbtProject(folder, target.name)
     project.parse()
     mirrors = [mirror_name(SERVER, table) for table in source.tables]
-    designs = ("threads-1", f"threads-{args.threads}")
+    designs = ("threads-1", f"threads-{args.threads}") if args.compare == "threads" else ("compiled", "interpreted")
     took: dict[str, list[float]] = {d: [] for d in designs}
     rounds = [(0, d, mirrors[:WARM_UP_MIRRORS]) for d in designs] + [
         (n, d, mirrors) for n, d in enumerate(order(args.rounds, designs), start=1)]
@@ -101,9 +109,10 @@ def run(args: argparse.Namespace) -> None:
         for name in names:
             drop_relation(spark, f"zync.{name}")
             drop_relation(spark, f"zync.{name}__raw_changes")
-        threads = int(design.split("-")[1])
+        threads = int(design.split("-")[1]) if design.startswith("threads-") else args.threads
+        engine = small_run_engine if design == "interpreted" else without_adaptive_execution
         started = time.monotonic()
-        with without_adaptive_execution(spark):
+        with engine(spark):
             runs = project.run(names, threads=threads)
         seconds = time.monotonic() - started
         failed = [f"{r.name}: {r.message}" for r in runs if not r.ok]

@@ -108,6 +108,8 @@ def without_adaptive_execution(spark):
 # A small run's statements run interpreted: no Java code is generated and compiled for them.
 WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY = "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode"
 SMALL_RUN_ROWS = 20_000  # rows new to a model's raw tables since its last run here, at most
+# A mirror's first build is small only over a raw table of this few commits, each read to count its rows.
+FIRST_BUILD_COMMITS = 20
 
 
 @contextmanager
@@ -607,11 +609,12 @@ class Service:
             self.metrics.pending_rows(model.name, rows)
 
     def small_models(self, due: dict[str, dict[str, TableVersion | None]]) -> set[str]:
-        """The due output models whose run is small: it runs interpreted (see `interpreted`).
+        """The due models whose run is small: it runs interpreted (see `interpreted`).
 
-        Small: an output model that reads only its raw tables, ran successfully
-        in this process before, and whose raw tables gained at most
-        SMALL_RUN_ROWS rows since (their Delta logs' counts). What it holds
+        A mirror's run is small when it is its base's first build over few raw rows
+        (_small_first_build). An output model's run is small when the model reads
+        only its raw tables, ran successfully in this process before, and its raw
+        tables gained at most SMALL_RUN_ROWS rows since (their Delta logs' counts). What it holds
         back from one run to the next is part of what an earlier small run
         saw, so its pending records stay that few; a first run in a process
         (a backlog after a restart), a backfill, or rows another process
@@ -621,13 +624,29 @@ class Service:
         small = set()
         for name, seen in due.items():
             model = next(m for m in self.models if m.name == name)
+            if model.output_topic is None:
+                if self._small_first_build(model, seen):
+                    small.add(name)
+                continue
             before = self.last_ok.get(name)
-            if model.output_topic is None or not model.inputs_only or before is None:
+            if not model.inputs_only or before is None:
                 continue
             added = [self.versions.rows_added(table, before.get(table), version) for table, version in seen.items()]
             if None not in added and sum(added) <= SMALL_RUN_ROWS:
                 small.add(name)
         return small
+
+    def _small_first_build(self, mirror: ZyncModel, seen: dict[str, TableVersion | None]) -> bool:
+        """Whether a mirror's run is the first build of its base over at most SMALL_RUN_ROWS raw rows.
+
+        A whole database's bootstrap is one such build per table, a few thousand rows each: its
+        window functions compiled cost more than they save (docs/benchmarks.md, "A whole database's
+        first build"). A fold merges into a base of any size, and keeps the compiled plan.
+        """
+        if self.versions.version(mirror.table) is not None:
+            return False
+        rows = [self.versions.rows_appended(table, version, FIRST_BUILD_COMMITS) for table, version in seen.items()]
+        return None not in rows and sum(rows) <= SMALL_RUN_ROWS
 
     def publish(self) -> StageReport | None:
         """Publish the new out rows of every output table whose version moved."""

@@ -96,6 +96,16 @@ class TableVersions:
             return None
         return Growth(seen, rows, schema_changed) if seen == until.version - since.version else None
 
+    def rows_appended(self, name: str, until: TableVersion | None, most_commits: int) -> int | None:
+        """Rows the table's commits up to `until` added, counted only if it has at most `most_commits` commits.
+
+        A raw table is only appended to, so these are all the rows a model reads in a first build. None
+        when they cannot be read (as for growth) or the table has more commits: each is read from its JSON.
+        """
+        if until is None or until.version >= most_commits:
+            return None
+        return self.rows_added(name, TableVersion(until.table_id, -1), until)
+
     def commits(self, name: str, since: TableVersion | None, until: TableVersion | None) -> list[list[str]] | None:
         """The actions (their JSON text) of each commit after `since` up to `until`, oldest first.
 

@@ -68,10 +68,19 @@ def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_faili
     log = io.StringIO()
     with Service(target, root=project.path, status=Progress.for_run(stream=log, live=False)) as service:
         service.discovery.every_s = 0  # look at the broker's topics every cycle
+        ran_small: list[set[str]] = []
+        choose_small = service.small_models
+        service.small_models = lambda due: ran_small.append(choose_small(due)) or ran_small[-1]
         cycles_until(service, lambda: {"wholedb_customers", "wholedb_orders"} <= {m.name for m in service.models}
                      and spark.catalog.tableExists(f"{SCHEMA}.wholedb_orders"))
         assert mirror(spark, "customers") == {1: "anna", 2: "bob"}
         assert mirror(spark, "orders") == {2: "bob"}
+        # A first build over a few raw rows ran interpreted; its raw rows are counted from the Delta log.
+        assert {"wholedb_customers", "wholedb_orders"} <= set().union(*ran_small)
+        raw = f"{SCHEMA}.raw_wholedb_public_customers"
+        assert service.versions.rows_appended(raw, service.versions.version(raw), most_commits=20) == 3
+        assert service.versions.rows_appended(raw, service.versions.version(raw), most_commits=0) is None
+        ran_small.clear()
         # The broken table stops alone, named with its error in the log and in `zync etl status`.
         assert "wholedb_broken" in {m.name for m in service.models}
         # Ingest stopped before the poison message (its first): nothing of it is in a raw table.
@@ -87,6 +96,9 @@ def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_faili
         cycles_until(service, lambda: spark.catalog.tableExists(f"{SCHEMA}.wholedb_invoices")
                      and mirror(spark, "customers")[2] == "bobby")
         assert mirror(spark, "invoices") == {7: "cy", 8: "dee"}
+        # The new table's first build was small; the mirrors built before are past their first build.
+        assert "wholedb_invoices" in set().union(*ran_small)
+        assert not {"wholedb_customers", "wholedb_orders"} & set().union(*ran_small)
         assert (project.path / "models" / "mirrors" / "wholedb_invoices.sql").exists()
         assert "new topics matching a mirror entry: wholedb.public.invoices" in log.getvalue()
 
