@@ -35,7 +35,7 @@ _invocations = itertools.count(1)
 _invocation = 0  # the dbt invocation sessions are cloned for
 _invoking_thread: int | None = None  # the thread that invoked it: it runs on the engine's session
 _lock = threading.Lock()
-_thread = threading.local()  # .invocation, .session: this thread's clone and the invocation it is for
+_thread = threading.local()  # .invocation, .session, .engine: this thread's clone, its invocation and engine
 
 
 def new_invocation() -> None:
@@ -56,13 +56,19 @@ def engine_session(server_side_parameters: dict[str, Any]) -> SparkSession:
 
 def thread_session(server_side_parameters: dict[str, Any]) -> SparkSession:
     """The session this thread's statements run on in the current dbt invocation."""
+    invoking = threading.get_ident() == _invoking_thread
+    if not invoking and getattr(_thread, "invocation", None) == _invocation \
+            and _thread.engine is SparkSession._instantiatedSession and _thread.engine._sc._jsc is not None:
+        # The clone is current: the builder is not asked again. PySpark's getOrCreate re-applies
+        # every setting any builder of the process was given, a Java call per setting (a fifth of
+        # a model thread's Python time in a first build of many mirrors), at every statement.
+        return _thread.session
     engine = engine_session(server_side_parameters)
-    if threading.get_ident() == _invoking_thread:
+    if invoking:
         return engine
-    if getattr(_thread, "invocation", None) != _invocation or _thread.session._sc is not engine._sc:
-        # cloneSession is private to Spark's sql package in Scala, public in its bytecode.
-        _thread.session = SparkSession(engine.sparkContext, engine._jsparkSession.cloneSession())
-        _thread.invocation = _invocation
+    # cloneSession is private to Spark's sql package in Scala, public in its bytecode.
+    _thread.session = SparkSession(engine.sparkContext, engine._jsparkSession.cloneSession())
+    _thread.engine, _thread.invocation = engine, _invocation
     return _thread.session
 
 

@@ -11,6 +11,7 @@ cursor written from another thread's setting would not match.
 from __future__ import annotations
 
 import json
+import queue
 import threading
 
 import pytest
@@ -91,3 +92,37 @@ def test_each_dbt_thread_sets_and_reads_its_own_session_setting(spark):
         w.join(timeout=120)
     assert seen == {"first": "first", "second": "second"}
     assert spark.conf.get("zync.test.thread", None) is None  # the invoking thread's session is untouched
+
+
+def test_a_thread_keeps_its_session_through_an_invocation_and_clones_anew_for_the_next(spark):
+    """One dbt thread over two invocations: its own setting stays for the first; the second sees the
+    engine's settings as they are then, and none of the first clone's."""
+    thread_sessions.install()
+    jobs: queue.Queue = queue.Queue()
+    seen: list[tuple[str, str]] = []
+
+    def run(sql: str) -> list:
+        cursor = dbt_spark_session.Connection().cursor()  # one a statement, as dbt's (a cursor keeps its rows)
+        cursor.execute(sql)
+        return cursor.fetchall()
+
+    def worker() -> None:
+        while (job := jobs.get()) is not None:
+            if job == "first":
+                run("set zync.test.own = mine")
+            seen.append((run("set zync.test.engine")[0][1], run("set zync.test.own")[0][1]))
+            jobs.task_done()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        for invocation, engine_value in (("first", "one"), ("second", "two")):
+            spark.conf.set("zync.test.engine", engine_value)
+            thread_sessions.new_invocation()
+            jobs.put(invocation)
+            jobs.join()
+    finally:
+        jobs.put(None)
+        thread.join(timeout=60)
+        spark.conf.unset("zync.test.engine")
+    assert seen == [("one", "mine"), ("two", "<undefined>")]
