@@ -1,7 +1,7 @@
 """Benchmark: a whole database's first mirror build, dbt's models one at a time against several at once.
 
     flock /work/machine.lock .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
-        [--rounds 4] [--threads 4] [--compare threads|codegen] [--seed 1]
+        [--rounds 4] [--threads 4] [--compare threads|codegen|base] [--seed 1]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-first-build-state, ports of its own), stopped at the end. It makes one database of
@@ -19,6 +19,10 @@ adaptive execution off, dbt's relation cache by name). The rounds alternate two 
   ran interpreted;
 - interpreted: what `zync run` does for a first build over at most SMALL_RUN_ROWS raw rows
   (service/run.py small_run_engine).
+--compare base, both interpreted with --threads models at once:
+- base: each mirror's base table and its view, as a plain `dbt run` builds a mirror;
+- view: each mirror's view alone, over its raw changes, what `zync run` makes of a small first
+  build (dbt var zync_mirror_defer_base; service/run.py first_views).
 A first round over a few mirrors, each design once, warms the engine untimed.
 Printed: each round's seconds and seconds a mirror, every mirror's row count checked against the
 snapshot, and each design's median.
@@ -51,8 +55,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000, help="snapshot records per table")
     parser.add_argument("--rounds", type=int, default=4, help="rounds, the designs alternating (ABBA...)")
     parser.add_argument("--threads", type=int, default=4, help="models at once in the threaded design")
-    parser.add_argument("--compare", choices=("threads", "codegen"), default="threads",
-                        help="the two designs: one thread against --threads, or compiled against interpreted")
+    parser.add_argument("--compare", choices=("threads", "codegen", "base"), default="threads",
+                        help="the two designs: one thread against --threads, compiled against interpreted, "
+                             "or a base and a view against a view alone")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.compare == "threads" and args.threads < 2:
@@ -101,7 +106,8 @@ def run(args: argparse.Namespace) -> None:
     project = DbtProject(folder, target.name)
     project.parse()
     mirrors = [mirror_name(SERVER, table) for table in source.tables]
-    designs = ("threads-1", f"threads-{args.threads}") if args.compare == "threads" else ("compiled", "interpreted")
+    designs = {"threads": ("threads-1", f"threads-{args.threads}"), "codegen": ("compiled", "interpreted"),
+               "base": ("base", "view")}[args.compare]
     took: dict[str, list[float]] = {d: [] for d in designs}
     rounds = [(0, d, mirrors[:WARM_UP_MIRRORS]) for d in designs] + [
         (n, d, mirrors) for n, d in enumerate(order(args.rounds, designs), start=1)]
@@ -110,14 +116,18 @@ def run(args: argparse.Namespace) -> None:
             drop_relation(spark, f"zync.{name}")
             drop_relation(spark, f"zync.{name}__raw_changes")
         threads = int(design.split("-")[1]) if design.startswith("threads-") else args.threads
-        engine = small_run_engine if design == "interpreted" else without_adaptive_execution
+        engine = small_run_engine if design in ("interpreted", "base", "view") else without_adaptive_execution
         started = time.monotonic()
         with engine(spark):
-            runs = project.run(names, threads=threads)
+            runs = project.run(names, threads=threads,
+                               variables={"zync_mirror_defer_base": names} if design == "view" else None)
         seconds = time.monotonic() - started
         failed = [f"{r.name}: {r.message}" for r in runs if not r.ok]
         short = [(name, count) for name in names
                  if (count := spark.table(f"zync.{name}").count()) != args.rows]
+        based = [name for name in names if spark.catalog.tableExists(f"zync.{name}__base")]
+        if based != (names if design != "view" else []):
+            raise SystemExit(f"round {number} ({design}): {len(based)} of {len(names)} mirrors have a base table")
         if number:
             took[design].append(seconds)
         print(f"round {number or 'warm-up'} ({design}): {seconds:.1f} s for {len(names)} mirrors, "

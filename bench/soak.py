@@ -332,8 +332,8 @@ def soak(target, spec: Soak, prepared=None, run: wide.ZyncRun | None = None) -> 
     run = run or wide.ZyncRun(project.path, spec.folder / "zync-run.log",
                               options=("--metrics", f"127.0.0.1:{spec.metrics_port}"))
     sampler = Sampler(run, folders, spec.metrics_port, spec.sample_s)
-    logs = {t: wide.MirrorLog(warehouse, mirrors[t], raw[t]) for t in source.tables}
-    invoice_log = wide.MirrorLog(warehouse, invoices_mirror, raw_invoices)
+    logs = {t: wide.MirrorLog(warehouse, mirrors[t], raw[t], run.built_at) for t in source.tables}
+    invoice_log = wide.MirrorLog(warehouse, invoices_mirror, raw_invoices, run.built_at)
     report: dict[str, Any] = {"rate": spec.rate, "seconds": spec.seconds, "window_s": spec.window_s,
                               "tables": spec.tables, "rows": spec.rows}
     try:

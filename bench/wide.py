@@ -198,32 +198,38 @@ class DeltaLog:
 
 class MirrorLog:
     """Where a mirror's visibility is read from: its own log if it is a Delta table; if it is a view
-    over `<mirror>__base` and the raw table, the raw table's log, no commit counting before the
-    base's first one (the view is not there before)."""
+    (over `<mirror>__base` and the raw table, or over the raw table alone before its first fold),
+    the raw table's log, no commit counting before the view was there: the base's first commit, or
+    for a view made without a base, when `zync run` logged the stage that made it (`view_built_at`,
+    from the run's log, written as its cycle ends: no Delta log marks a view)."""
 
-    def __init__(self, database: Path, mirror: str, raw: str):
+    def __init__(self, database: Path, mirror: str, raw: str,
+                 view_built_at: Callable[[str], float | None] = lambda mirror: None):
+        self.mirror = mirror
         self.own = DeltaLog(database / mirror, mirror)
         self.base = DeltaLog(database / f"{mirror}__base", mirror)
         self.raw = DeltaLog(database / raw, None)
+        self.view_built_at = view_built_at
+
+    def _view_since(self) -> float | None:
+        known = [t for t in (self.base.first_commit_at(), self.view_built_at(self.mirror)) if t is not None]
+        return min(known) if known else None
 
     @property
     def kind(self) -> str | None:
         if self.own.exists():
             return "table"
-        if self.base.exists():
+        if self._view_since() is not None:
             return "view"
         return None
 
     def commits(self) -> list[Commit]:
-        kind = self.kind
-        if kind == "table":
+        if self.own.exists():
             return self.own.commits()
-        if kind == "view":
-            since = self.base.first_commit_at()
-            if since is None:
-                return []
-            return [Commit(c.version, max(c.at, since), c.reach) for c in self.raw.commits()]
-        return []
+        since = self._view_since()
+        if since is None:
+            return []
+        return [Commit(c.version, max(c.at, since), c.reach) for c in self.raw.commits()]
 
     def reach(self, partition: int = PARTITION) -> int:
         """The largest offset visible now."""
@@ -463,6 +469,26 @@ class ZyncRun:
                                         env={**os.environ, "ZYNC_PROJECT_DIR": str(project)},
                                         stdout=self.out, stderr=subprocess.STDOUT)
         self.rss = PeakRss(self.process.pid)
+        self._read_to = 0  # bytes of the log read by built_at
+        self._built: dict[str, float] = {}
+
+    def built_at(self, model: str) -> float | None:
+        """When the first dbt stage that ran `model` successfully was logged (its JSON line's ts, written
+        as its cycle ends), read on from where the last call stopped."""
+        with self.log.open(errors="replace") as log:
+            log.seek(self._read_to)
+            for line in log:
+                if not line.endswith("\n"):
+                    break  # being written: read again next time
+                self._read_to += len(line.encode())
+                try:
+                    entry = json.loads(line) if line.startswith("{") else {}
+                except ValueError:
+                    continue
+                if entry.get("stage") == "dbt":
+                    for name in entry.get("models", []):
+                        self._built.setdefault(name, entry["ts"])
+        return self._built.get(model)
 
     def lines(self) -> list[dict]:
         found = []
@@ -732,7 +758,7 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None) ->
     connect_rss = PeakRss(connect_pid) if connect_pid else None
     run = ZyncRun(project, LOGS / f"run-{server}.log", threads)
     database = Path(os.environ["ZYNC_STATE_DIR"]) / "warehouse" / f"{SCHEMA}.db"
-    logs = {t: MirrorLog(database, mirrors[t], raw[t]) for t in source.tables}
+    logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at) for t in source.tables}
     try:
         result["zync_run_ready_s"] = round(run.wait_ready(), 1)
         # The snapshot, then the first build on both sides.

@@ -10,7 +10,10 @@ not run a mirror because its raw table moved (a run costs seconds per mirror,
 whatever it folds), only when one of these holds:
 - it has no base yet (never built, or stored as a table before mirrors had
   one: the run makes its base and its view), or its last fold is not known
-  to this run;
+  to this run; except a mirror whose last run here made its view alone
+  (`deferred`: a first build over few raw rows, macros/mirror/materialization/
+  zync_mirror_defers_base.sql): its view shows every change already, and it
+  is counted as a mirror folded at that run, its first fold making its base;
 - its raw table's schema (or properties) changed since its last fold: new
   columns reach the view only through a fold, and a view over a grown schema
   may fail until then;
@@ -35,6 +38,7 @@ and a commit file per mirror and raw table.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,19 +79,20 @@ class FoldPolicy:
         self.counted: dict[tuple[str, str], Counted] = {}  # (mirror, raw table) -> its growth
 
     def choose(self, due: dict[str, dict[str, TableVersion | None]], models: list["ZyncModel"],
-               ran_at: dict[str, dict[str, TableVersion | None]], everything: bool = False
-               ) -> dict[str, dict[str, TableVersion | None]]:
+               ran_at: dict[str, dict[str, TableVersion | None]], everything: bool = False,
+               deferred: AbstractSet[str] = frozenset()) -> dict[str, dict[str, TableVersion | None]]:
         """`due` (model -> the raw versions it would run at) less the mirrors that need no fold yet.
 
         Outputs are kept as they are. `ran_at`: the raw versions each model's
         last successful run saw. everything: every due mirror folds, unbounded.
+        deferred: the mirrors whose last run here made their view and no base.
         """
         mirrors = {m.name: m for m in models if m.output_topic is None and m.name in due}
         if everything:
             return due
         ranked: list[tuple[tuple, str]] = []
         for name, model in mirrors.items():
-            urgency = self._urgency(model, due[name], ran_at.get(name))
+            urgency = self._urgency(model, due[name], ran_at.get(name), name in deferred)
             if urgency is not None:
                 ranked.append((urgency, name))
         ranked.sort()
@@ -101,9 +106,9 @@ class FoldPolicy:
         return {name: seen for name, seen in due.items() if name not in mirrors or name in chosen}
 
     def _urgency(self, model: "ZyncModel", seen: dict[str, TableVersion | None],
-                 last: dict[str, TableVersion | None] | None) -> tuple | None:
+                 last: dict[str, TableVersion | None] | None, deferred: bool = False) -> tuple | None:
         """How soon a mirror must fold (smaller first), or None if it need not fold yet."""
-        if self.versions.version(model.table) is None:
+        if self.versions.version(model.table) is None and not (deferred and last is not None):
             return (NO_BASE, 0)  # no base: never built, or a table-style mirror to make into its base and view
         if last is None:
             return (1, 0)

@@ -188,13 +188,15 @@ class DbtProject:
             raise DbtError(f"dbt could not render {macro}: {result.exception or result.result}")
         return nodes[0].node.compiled_code
 
-    def run(self, names: list[str], threads: int | None = None) -> list[ModelRun]:
-        """`dbt run --select names`, one invocation; how each model ended. threads: the profile's if None."""
+    def run(self, names: list[str], threads: int | None = None, variables: dict | None = None) -> list[ModelRun]:
+        """`dbt run --select names`, one invocation; how each model ended. threads: the profile's if None;
+        variables: dbt's --vars."""
         # The results come back in memory: writing manifest.json (~0.7 MB) and run_results.json to
         # target/zync-run after every run would cost each cycle its serialisation and nobody reads them.
         with relation_names_only():
             result = self._invoke("run", "--select", *names, "--no-write-json",
-                                  *(["--threads", str(threads)] if threads else []))
+                                  *(["--threads", str(threads)] if threads else []),
+                                  *(["--vars", json.dumps(variables)] if variables else []))
         runs = getattr(result.result, "results", None)
         if not runs:
             reason = result.exception or result.result or "no model ran"

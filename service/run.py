@@ -247,6 +247,9 @@ class Service:
         self.rerun: set[str] = set()
         # What the last successful run of each model in this process saw (small_models).
         self.last_ok: dict[str, dict[str, TableVersion | None]] = {}
+        # Mirrors whose last run in this process made their view and no base (first_views): their
+        # first fold makes it (service/folds.py). A restart builds such a mirror's view again, once.
+        self.deferred: set[str] = set()
         # The output table version each output was last published at (this process: a restart publishes once).
         self.published_at: dict[str, TableVersion] = {}
         # Per table: commits since its last compaction, and the version they were counted up to.
@@ -535,19 +538,21 @@ class Service:
                 continue  # a raw table is not there yet: its topic has had no record
             if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
-        due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all)
+        due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all, deferred=self.deferred)
         if not due or self.stopping.is_set():
             self._pending_rows(current)  # a mirror's raw table moved, its fold not due yet
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
                           if m.name in due and m.output_topic is not None}
         small = self.small_models(due)
+        views = self.first_views(small)
         tables = {m.name: m.table for m in self.models}
         runs_started = self.metrics.runs_starting(due, tables)
         runs = []
         if small:
             with small_run_engine(self.spark):
-                runs += self.project.run(sorted(small))
+                runs += self.project.run(sorted(small),
+                                         variables={"zync_mirror_defer_base": sorted(views)} if views else None)
         # dbt runs the profile's `threads` models at once, each thread on a clone of this session
         # (dbt_zync/thread_sessions.py), made as the invocation starts: the settings set around it
         # here reach every thread, and a mirror's cursor, carried in a session setting
@@ -568,6 +573,10 @@ class Service:
             self.metrics.ran(run.name, tables[run.name], run.ok, run.seconds, runs_started)
             if run.ok:
                 self.last_ok[run.name] = due[run.name]
+                if run.name in views:
+                    self.deferred.add(run.name)
+                else:
+                    self.deferred.discard(run.name)
                 relation = next(m.relation for m in self.models if m.name == run.name)
                 if run.name in outputs_before and self.versions.version(relation) != outputs_before[run.name]:
                     # It wrote: per-key order may have held records back that only a next run can take
@@ -635,6 +644,20 @@ class Service:
             if None not in added and sum(added) <= SMALL_RUN_ROWS:
                 small.add(name)
         return small
+
+    def first_views(self, small: set[str]) -> set[str]:
+        """The mirrors of `small` (a first build over few raw rows) whose run makes their view alone.
+
+        A first build's base costs a Spark job, a Delta commit and a catalog table, most of a whole
+        database's bootstrap at a few thousand rows a table; its view over the raw changes shows the
+        same rows (macros/mirror/materialization/zync_mirror_defers_base.sql). A mirror whose last run
+        here made its view alone makes its base at its next run (a fold, when its raw table has grown:
+        service/folds.py); `zync run --once` makes every base, as it folds everything.
+        """
+        if self.fold_all:
+            return set()
+        return {name for name in small if name not in self.deferred
+                and next(m for m in self.models if m.name == name).output_topic is None}
 
     def _small_first_build(self, mirror: ZyncModel, seen: dict[str, TableVersion | None]) -> bool:
         """Whether a mirror's run is the first build of its base over at most SMALL_RUN_ROWS raw rows.

@@ -207,8 +207,11 @@ def test_a_short_soak_reports_every_figure(target, shared_run):
     # first sample, so the busy-cycle counter the samples scrape has risen by then.
     busy = [s["busy_cycles"] for s in report["samples"]]
     assert None not in busy and busy[-1] > busy[0]
-    # 8 tables: the invoices' two raw tables, output and mirror base; the database's raw tables and bases.
-    assert len(report["samples"][-1]["disk_files"]) == 8 and len(report["samples"][-1]["live_files"]) == 8
+    # 8 tables watched: the invoices' two raw tables, output and mirror base; the database's raw tables and
+    # bases. A mirror's base is there once its first fold made it (a small first build makes its view alone).
+    last = report["samples"][-1]
+    assert len(last["disk_files"]) == 8 and 5 <= len(last["live_files"]) <= 8
+    assert set(last["live_files"]) <= set(last["disk_files"])
     assert report["samples"][-1]["disk_bytes"] > report["samples"][0]["disk_bytes"]
     assert set(report["targets"]) == {"last_p50_within_1.2x_first", "python_rss_flat", "jvm_rss_flat",
                                       "files_per_table_flat", "disk_grows_with_data"}

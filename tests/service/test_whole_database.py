@@ -77,6 +77,10 @@ def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_faili
         assert mirror(spark, "orders") == {2: "bob"}
         # A first build over a few raw rows ran interpreted; its raw rows are counted from the Delta log.
         assert {"wholedb_customers", "wholedb_orders"} <= set().union(*ran_small)
+        # It made each mirror's view alone, over the raw changes: no base table until a first fold.
+        assert spark.catalog.getTable(f"{SCHEMA}.wholedb_customers").tableType == "VIEW"
+        assert not spark.catalog.tableExists(f"{SCHEMA}.wholedb_customers__base")
+        assert {"wholedb_customers", "wholedb_orders"} <= service.deferred
         raw = f"{SCHEMA}.raw_wholedb_public_customers"
         assert service.versions.rows_appended(raw, service.versions.version(raw), most_commits=20) == 3
         assert service.versions.rows_appended(raw, service.versions.version(raw), most_commits=0) is None
@@ -101,6 +105,18 @@ def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_faili
         assert not {"wholedb_customers", "wholedb_orders"} & set().union(*ran_small)
         assert (project.path / "models" / "mirrors" / "wholedb_invoices.sql").exists()
         assert "new topics matching a mirror entry: wholedb.public.invoices" in log.getvalue()
+
+        # A mirror made as its view alone makes its base at its first fold, due by its raw table's growth.
+        service.folds.after_commits = 2
+        produce(target, "customers", [("c", 3, "cy")])
+        cycles_until(service, lambda: spark.catalog.tableExists(f"{SCHEMA}.wholedb_customers__base"))
+        assert "wholedb_customers" not in service.deferred
+        assert mirror(spark, "customers") == {1: "anna", 2: "bobby", 3: "cy"}
+        base = spark.sql(f"select ID, customer from {SCHEMA}.wholedb_customers__base").collect()
+        assert {r["ID"]: r["customer"] for r in base} == {1: "anna", 2: "bobby", 3: "cy"}
+        produce(target, "customers", [("d", 3, None)])
+        cycles_until(service, lambda: 3 not in mirror(spark, "customers"))
+        assert mirror(spark, "customers") == {1: "anna", 2: "bobby"}
 
         # A topic deleted from the broker (a table dropped from the connector): reported, its mirror kept.
         admin = kafka_client.admin(target)

@@ -99,3 +99,20 @@ def test_folds_due_by_growth_run_one_a_cycle_and_only_in_a_cycle_without_other_f
     # no bound at all: every grown mirror folds
     unbounded = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=0)
     assert set(unbounded.choose(grown, models, ran_at)) == {"b", "c"}
+
+
+def test_a_mirror_built_as_its_view_alone_folds_by_growth_and_its_first_fold_makes_its_base():
+    models = [mirror("a"), mirror("b")]
+    versions = FakeVersions(set())  # neither has a base
+    policy = FoldPolicy(versions, after_commits=3, after_rows=10**9, per_cycle=4)
+    ran_at = {"a": {RAW.format("a"): at(10)}, "b": {RAW.format("b"): at(10)}}
+    due = {"a": {RAW.format("a"): at(12)}, "b": {RAW.format("b"): at(12)}}
+    # a's last run here made its view alone: it counts its raw table's growth since, as a folded mirror;
+    # b's did not (never built, or a view made before a restart): it is built now
+    assert set(policy.choose(due, models, ran_at, deferred={"a"})) == {"b"}
+    ran_at["b"] = due.pop("b")
+    assert policy.choose(due, models, ran_at, deferred={"a"}) == {}
+    # grown past the threshold: its fold is due, the run that makes its base
+    assert set(policy.choose({"a": {RAW.format("a"): at(13)}}, models, ran_at, deferred={"a"})) == {"a"}
+    # a deferred mirror with no run known here is built as one without a base
+    assert set(policy.choose({"a": {RAW.format("a"): at(11)}}, models, {}, deferred={"a"})) == {"a"}

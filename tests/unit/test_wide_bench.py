@@ -128,6 +128,20 @@ def test_a_merge_on_read_mirror_is_visible_with_its_raw_commit(tmp_path):
     assert MirrorLog(tmp_path, "other", "raw_t").kind is None  # not built yet
 
 
+def test_a_mirror_view_without_a_base_is_visible_from_the_run_that_made_it(tmp_path):
+    # No m__base yet: zync run made the view alone (a small first build); its log says when.
+    write_log(tmp_path / "raw_t", [[raw_add(0, 0, 1999)], [raw_add(0, 2000, 2004)]], [1000.0, 1020.0])
+    built = {"m": 1008.0}
+    mirror = MirrorLog(tmp_path, "m", "raw_t", built.get)
+    assert mirror.kind == "view"
+    assert visible_at(mirror.commits(), 0, 100) == 1008.0
+    assert visible_at(mirror.commits(), 0, 2004) == 1020.0
+    assert MirrorLog(tmp_path, "other", "raw_t", built.get).kind is None  # not built yet
+    # Its first fold makes the base: the view was there since the earlier of the two.
+    write_log(tmp_path / "m__base", [cursor_commit("m", {"0": 2004})], [1030.0])
+    assert visible_at(mirror.commits(), 0, 100) == 1008.0
+
+
 def test_a_change_is_in_postgresql_with_its_row_or_a_newer_one():
     arrivals = [Arrival("I", 5, 10.0), Arrival("U", 9, 12.0), Arrival("U", 12, 15.0)]
     assert arrival_visible(5, arrivals) == 10.0

@@ -19,6 +19,8 @@
   - a mirror stored as a Delta table under its own name (before it had a
     base) is renamed to its base first: its history, and the cursor its
     commits carry, come along (zync_mirror_name is the same for both);
+  - no base yet and the invocation defers it (zync_mirror_defers_base: a
+    small first build in `zync run`): only the view, over every raw change;
   - no base yet (or --full-refresh): CREATE [OR REPLACE] TABLE ... AS the
     last change per key (a rebuild from the raw history; Delta keeps the
     history across a replace); its commit carries the cursor: the raw
@@ -62,7 +64,16 @@
   {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
   {%- set columns = zync_mirror_columns(rows, key) -%}
 
-  {%- if full -%}
+  {%- if zync_mirror_defers_base(existing_relation) -%}
+    {#- Only the view: the last change per key of every raw change, what a first build's base would hold.
+        dbt reads the result of the statement named main. -#}
+    {%- call statement('main') -%}
+      {{ create_view_as(view_relation, zync_mirror_compact_sql(zync_mirror_changes(
+           '(\n' ~ compiled_code ~ '\n) as `_zync_rows`', key, columns, settings.delete))) }}
+    {%- endcall -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [view_relation]}) }}
+  {%- elif full -%}
     {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
       {{ create_table_as(False, target_relation, zync_mirror_changes(rows, key, columns, settings.delete)) }}
