@@ -210,10 +210,14 @@ class MirrorLog:
         self.base = DeltaLog(database / f"{mirror}__base", mirror)
         self.raw = DeltaLog(database / raw, None)
         self.view_built_at = view_built_at
+        self._since: float | None = None
 
     def _view_since(self) -> float | None:
-        known = [t for t in (self.base.first_commit_at(), self.view_built_at(self.mirror)) if t is not None]
-        return min(known) if known else None
+        # The first of the two known is the earlier: a base made by a fold comes after the view it
+        # follows, and the run logs a build after its base's commit. So it is read until known, once.
+        if self._since is None:
+            self._since = self.base.first_commit_at() or self.view_built_at(self.mirror)
+        return self._since
 
     @property
     def kind(self) -> str | None:
@@ -475,6 +479,8 @@ class ZyncRun:
     def built_at(self, model: str) -> float | None:
         """When the first dbt stage that ran `model` successfully was logged (its JSON line's ts, written
         as its cycle ends), read on from where the last call stopped."""
+        if model in self._built or self.log.stat().st_size == self._read_to:
+            return self._built.get(model)
         with self.log.open(errors="replace") as log:
             log.seek(self._read_to)
             for line in log:

@@ -263,11 +263,11 @@ def mirror_status(spark, target: Target, source: Path, mirror) -> MirrorStatus:
     base = name + MIRROR_BASE_SUFFIX
     if spark.catalog.tableExists(base):
         cursor, note = _mirror_cursor(spark, name, base), None
-    elif spark.catalog.tableExists(name) and spark.catalog.getTable(name).tableType != "VIEW":
-        cursor, note = _mirror_cursor(spark, name, name), "stored as a table: its next run makes it the base of a view"
     elif spark.catalog.tableExists(name):
-        # A first build over few raw rows in `zync run` (macros/mirror/materialization/zync_mirror_defers_base.sql).
-        cursor, note = {}, "a view over every raw change: its first fold makes its base"
+        if spark.catalog.getTable(name).tableType != "VIEW":
+            cursor, note = _mirror_cursor(spark, name, name), "stored as a table: its next run makes it the base of a view"
+        else:  # a small first build in `zync run` (macros/mirror/materialization/zync_mirror_defers_base.sql)
+            cursor, note = {}, "a view over every raw change: its first fold makes its base"
     else:
         cursor = {}
         note = f"not built yet (run `dbt run --select {mirror.model}`)"

@@ -656,8 +656,8 @@ class Service:
         """
         if self.fold_all:
             return set()
-        return {name for name in small if name not in self.deferred
-                and next(m for m in self.models if m.name == name).output_topic is None}
+        mirrors = {m.name for m in self.models if m.output_topic is None}
+        return (small & mirrors) - self.deferred
 
     def _small_first_build(self, mirror: ZyncModel, seen: dict[str, TableVersion | None]) -> bool:
         """Whether a mirror's run is the first build of its base over at most SMALL_RUN_ROWS raw rows.
