@@ -21,18 +21,31 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from zync.spark import session_conf
 from zync.spark_internals import delta_log, java_class, java_context, java_frame, java_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+# For an empty table's first commit: its checksum file goes without the list of its files, none.
+# Delta derives that list for a new table from an empty one by a Spark job of its own, ~120 ms of a
+# create on a warm engine; the next commit's checksum lists the files again, from no files. Not for
+# a first commit with files: the next commit would list them by reading the whole table's state.
+NEW_TABLE_SETTINGS = {"spark.databricks.delta.allFilesInCrc.enabled": "false"}
+# A commit's userMetadata for writes that take no writer option for it (a create's, by name or here).
+USER_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
 # What Delta throws when a commit meets a concurrent one it conflicts with.
 CONCURRENT_MODIFICATION = "io.delta.exceptions.DeltaConcurrentModificationException"
+
+
+class TableExistsAtLocationError(Exception):
+    """A table's first commit found a table at its location already (another writer created it first)."""
 
 
 class TableReplacedError(Exception):
@@ -104,6 +117,28 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
             [action.fromJson(json.dumps({"add": add})) for add in adds])
         _write_metrics(spark, txn, adds)
         return _commit(spark, txn, actions, app_id, txn_version, user_metadata)
+
+
+def create_empty(spark: SparkSession, location: str, schema_json: str, configuration: Mapping[str, str], *,
+                 user_metadata: str) -> None:
+    """Create an empty Delta table at `location`: version 0, what CREATE TABLE commits (its metadata and
+    protocol), with `user_metadata` in its commitInfo. Session defaults for new tables' properties
+    apply, as to any create; `configuration` holds the table's own. Fails with
+    TableExistsAtLocationError, or Delta's own error, if another writer created the table first.
+    """
+    with _active_session(spark), session_conf(spark, {**NEW_TABLE_SETTINGS, USER_METADATA_SETTING: user_metadata}):
+        txn = delta_log(spark, location).startTransaction()
+        if int(txn.readVersion()) != -1:
+            raise TableExistsAtLocationError(f"a Delta table is at {location} already")
+        action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+        metadata = action.fromJson(json.dumps({"metaData": {
+            "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}}, "schemaString": schema_json,
+            "partitionColumns": [], "configuration": dict(configuration), "createdTime": int(time.time() * 1000)}}))
+        txn.updateMetadataForNewTable(metadata)
+        option = java_class(spark, "scala.Option")
+        operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations").CreateTable(
+            txn.metadata(), True, False, option.empty())  # managed, not as select
+        txn.commit(java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq([]), operation)
 
 
 def _write_metrics(spark: SparkSession, txn, adds: list[dict]) -> None:

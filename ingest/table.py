@@ -11,8 +11,8 @@ Exactly once rests on two things Delta gives:
   of two ingests racing for it Delta fails the later commit
   (ConcurrentAppendException); the first append, which creates the table, is an
   idempotent Delta write, and of two creators Delta lets one win; a first batch
-  written in Python follows the catalog's create of the empty table
-  (RawTable.create), which fails for the second creator. Each loser stops
+  written in Python follows ingest's create of the empty table, version 0
+  (RawTable.create), which Delta lets one creator write. Each loser stops
   with an error instead of a duplicate.
 """
 
@@ -34,18 +34,24 @@ from pyspark.sql import types as T
 
 from ingest import data_file
 from ingest.arrow_rows import NotDecodable
-from ingest.delta_append import (CONCURRENT_MODIFICATION, TableMetadata, TableReplacedError,
-                                 append_files_reading_whole_table, append_reading_whole_table)
+from ingest.catalog_entry import register
+from ingest.delta_append import (CONCURRENT_MODIFICATION, TableExistsAtLocationError,
+                                 TableMetadata, TableReplacedError, USER_METADATA_SETTING,
+                                 append_files_reading_whole_table,
+                                 append_reading_whole_table, create_empty)
 from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
-from zync.delta_metadata import commit_actions, is_delta_table, latest_transaction, table_location
+from zync.delta_metadata import (commit_actions, default_location, first_commit_info, is_delta_table,
+                                 latest_transaction, table_location)
 from zync.envelope import check_envelope, kafka_struct
 from zync.errors import ZyncError
 from zync.spark import session_conf
 
 TXN_APP_ID = "zync-from-kafka"
 TABLE_EXISTS = "org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException"
-NON_EMPTY_LOCATION = "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
+NO_DATABASE = "org.apache.spark.sql.catalyst.analysis.NoSuchDatabaseException"
+# A commit file another writer wrote first (a table's version 0, when two ingests create it at once).
+FILE_EXISTS = "java.nio.file.FileAlreadyExistsException"
 # Delta keeps min/max statistics on these columns only. Readers prune raw tables by
 # kafka.* (the ETL cursor, mirrors) and perhaps by key; by default Delta would also
 # compute statistics on the first 32 leaf fields, mostly a Debezium `before` image no
@@ -84,7 +90,6 @@ def write_partitions(spark, records: int) -> int:
 
 PARQUET_SETTINGS = {"spark.sql.parquet.compression.codec": data_file.COMPRESSION,
                     "parquet.enable.dictionary": str(data_file.DICTIONARY).lower()}
-_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # The Kafka Connect schema names of the table's fields ({"value.after.due": "io.debezium.time.Date"}),
 # as JSON: spark-avro drops them, and macros/debezium/ reads them to type Debezium's semantic values.
 CONNECT_NAMES_PROPERTY = "zync.connectNames"
@@ -123,6 +128,12 @@ def _has_field(schema: T.StructType, path: tuple[str, ...]) -> bool:
             return False
         schema = schema[name].dataType
     return True
+
+
+def _stats_columns(schema: T.StructType) -> str:
+    """A new raw table's statistics columns (delta.dataSkippingStatsColumns), for its schema."""
+    source_time = [".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else []
+    return ",".join([c for c in STATS_COLUMNS if c in schema.names] + source_time)
 
 
 def as_nullable(data_type: T.DataType) -> T.DataType:
@@ -196,6 +207,8 @@ class RawTable:
         if not self._exists:
             if self.name:
                 self._exists = bool(self.spark.catalog.tableExists(self.name))
+                if not self._exists:
+                    self._exists = self._adopt_orphan()
             else:
                 self._exists = is_delta_table(self.spark, self.location)
         return self._exists
@@ -220,11 +233,10 @@ class RawTable:
         The stats columns and the checkpoint interval become the new table's properties; and a by-name create (CREATE
         TABLE AS SELECT) ignores the writer's userMetadata option, but not the session's.
         """
-        source_time = [".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else []
         return self._session_conf({
-            _STATS_DEFAULT: ",".join([c for c in STATS_COLUMNS if c in schema.names] + source_time),
+            _STATS_DEFAULT: _stats_columns(schema),
             _CHECKPOINT_DEFAULT: str(RAW_CHECKPOINT_INTERVAL),
-            _USER_METADATA: marker,
+            USER_METADATA_SETTING: marker,
         })
 
     # --- resume point -------------------------------------------------------
@@ -274,8 +286,11 @@ class RawTable:
     # --- Kafka Connect schema names ----------------------------------------
 
     def _stored(self, name: str, empty: Any) -> Any:
-        """A JSON table property as stored (read once per ingest; this ingest is its only writer)."""
+        """A JSON table property as stored (read once per ingest; this ingest is its only writer); none
+        before the table is created (its first commit sets what is noted for it)."""
         if self._properties is None:
+            if not self.exists():
+                return empty
             rows = self.spark.sql(f"show tblproperties {self.sql_name}").collect()
             self._properties = {r["key"]: r["value"] for r in rows}
         stored = self._properties.get(name)
@@ -352,39 +367,81 @@ class RawTable:
 
     def create(self, key_type: T.DataType, value_type: T.DataType, where: str) -> bool:
         """Create the table by name with no rows, as the first append would (columns, properties), for a
-        first batch written in Python: a catalog call and Delta's first commit, no Spark job. False
-        (nothing done) for a table given by location, which the first append creates.
+        first batch written in Python: Delta's first commit, then the catalog entry, no Spark job. False
+        (nothing done, `declined` says why) for a table given by location, which the first append
+        creates, or a folder holding files of another write.
 
-        A Spark job, the catalog and the commit cost each new table ~2.7 s, most of a database's
-        bootstrap; its snapshot's batches are mostly small enough to be written in Python. The
-        columns are the ones a first append's DataFrame has (the envelope, then the batch's key and
-        value types), all nullable as Delta makes a table created from a DataFrame. The create's
-        commit holds no transaction: the first batch's own commit is the resume point, and a crash
-        between the two leaves an empty table to resume from.
+        The columns are the ones a first append's DataFrame has (the envelope, then the batch's key and
+        value types), all nullable as Delta makes a table created from a DataFrame. The commit is
+        ingest's own (create_empty) and the catalog entry one call after it (ingest/catalog_entry.py):
+        through the catalog, Delta's CREATE TABLE took ~0.3 s a table on a warm engine, most of a
+        database's bootstrap. The create holds no transaction: the first batch's own commit is the
+        resume point, and a crash after the create leaves an empty table to resume from, entered in
+        the catalog by exists() if the crash came before the catalog call.
         """
+        self.declined = None
         if not self.name:
+            self.declined = "the table is given by location"
             return False
         schema = as_nullable(T.StructType([T.StructField("kafka", kafka_struct()), T.StructField("key", key_type),
                                            T.StructField("value", value_type)]))
         self._create_database()
+        location = self._default_location()
+        parsed = urlparse(location)
+        folder = Path(unquote(parsed.path))
+        if first_commit_info(location) is not None:  # made since this ingest found no table
+            raise self._conflict(where, "it created the table first")
+        if parsed.scheme in ("", "file") and folder.exists() and any(folder.iterdir()):
+            # Files of an earlier write that failed before its commit: a first append through Spark
+            # writes beside them, as it always has.
+            self.declined = "the table's folder holds files of a failed write"
+            return False
+        configuration = {data_file.STATS_COLUMNS_PROPERTY: _stats_columns(schema),
+                         "delta.checkpointInterval": str(RAW_CHECKPOINT_INTERVAL)}
         try:
-            with self._creating(schema, f"{TXN_APP_ID} run {self.run_id} create"):
-                self.spark.catalog.createTable(self.name, source="delta", schema=schema)
-        except Exception as e:  # noqa: BLE001 - Py4J wraps the catalog's exception
-            if caused_by(e, TABLE_EXISTS) or self._created_meanwhile():
+            create_empty(self.spark, location, schema.json(), configuration,
+                         user_metadata=f"{TXN_APP_ID} run {self.run_id} create")
+            register(self.spark, self.sql_name, location)
+        except TableExistsAtLocationError:
+            raise self._conflict(where, "it created the table first") from None
+        except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's and the catalog's exceptions
+            if caused_by(e, CONCURRENT_MODIFICATION) or caused_by(e, FILE_EXISTS) or caused_by(e, TABLE_EXISTS):
                 raise self._conflict(where, "it created the table first") from None
-            if getattr(e, "getErrorClass", lambda: None)() == NON_EMPTY_LOCATION:
-                # Files of an earlier write that failed before its commit: Delta's create refuses the
-                # folder, a first append through Spark writes beside them, as it always has.
-                self.declined = "the table's folder holds files of a failed write"
-                return False
             raise
         self._exists = self._created_here = True
         self._properties = {}  # the create set Delta's properties, none of zync's notes
         return True
 
+    def _default_location(self) -> str:
+        """Where the catalog puts this table when it is created (asked once: a catalog call)."""
+        if self._location_of_name is None:
+            self._location_of_name = default_location(self.spark, self.sql_name)
+        return self._location_of_name
+
+    def _adopt_orphan(self) -> bool:
+        """Enter in the catalog a table an ingest created, but that a crash kept out of it (create, as
+        Delta's own CREATE TABLE, commits before the catalog call). Its commits, if any, are the resume
+        point, so no row is read twice. Whether it did."""
+        try:
+            location = self._default_location()
+        except Exception as e:  # noqa: BLE001 - Py4J wraps the catalog's exception
+            if caused_by(e, NO_DATABASE):
+                return False
+            raise
+        info = first_commit_info(location)
+        if not info or not str(info.get("userMetadata") or "").startswith(f"{TXN_APP_ID} run "):
+            return False
+        try:
+            register(self.spark, self.sql_name, location)
+        except Exception as e:  # noqa: BLE001 - Py4J wraps the catalog's exception
+            if not caused_by(e, TABLE_EXISTS):  # another ingest entered it meanwhile: it is there all the same
+                raise
+        return True
+
     def _create_database(self) -> None:
         """The named table's database, made if missing (a first write into a new schema)."""
+        if self._location_of_name is not None:  # the catalog placed the table in it: it is there
+            return
         self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
 
     def append_rows(self, rows_for: Callable[[T.StructType], pa.Table], where: str) -> bool:

@@ -47,6 +47,24 @@ def table_location(spark: SparkSession, name: str) -> str:
     return str(java_class(spark, "org.apache.hadoop.fs.Path")(metadata.location()).toString())
 
 
+def default_location(spark: SparkSession, name: str) -> str:
+    """Where the catalog puts a new managed table `name` (quoted as SQL spells it), as table_location writes it:
+    the database's folder and the table's name. Its database must exist."""
+    state = java_session(spark).sessionState()
+    uri = state.catalog().defaultTablePath(state.sqlParser().parseTableIdentifier(name))
+    return str(java_class(spark, "org.apache.hadoop.fs.Path")(uri).toString())
+
+
+def first_commit_info(location: str) -> dict[str, Any] | None:
+    """The commitInfo of version 0 of the Delta table at a local `location`, None if that commit is not there."""
+    if not location.startswith("file:"):
+        return None
+    try:
+        return _commit_info(Path(urlparse(location).path) / "_delta_log" / f"{0:020d}.json")
+    except (OSError, ValueError):
+        return None
+
+
 def is_delta_table(spark: SparkSession, location: str) -> bool:
     return bool(delta_tables(spark).isDeltaTable(java_session(spark), location))
 

@@ -185,6 +185,35 @@ def test_random_schemas_written_in_python_read_as_spark_writes_them(producer, ta
         assert _rows(spark, python) == _rows(spark, spark_written), schema
 
 
+def test_a_crash_between_a_new_tables_create_and_its_catalog_entry_loses_and_repeats_nothing(
+        producer, target, spark, monkeypatch):
+    """A new table is committed before the catalog names it: an ingest stopped between the two leaves
+    a table in the catalog's folder that no name reaches. The next ingest enters it in the catalog
+    and ingests from where the table ends: every offset once."""
+    import ingest.table
+
+    topic = producer.topic(unique("orphan"))
+    table = f"zync.{topic}"
+    producer.send(topic, KEY, envelope(ROW_V1), [({"id": i}, event("c", {"id": i, "name": "n", "qty": i}))
+                                                  for i in range(3)])
+
+    def crash(*_args):
+        raise RuntimeError("the process stopped here")
+
+    monkeypatch.setattr(ingest.table, "register", crash)
+    with pytest.raises(RuntimeError, match="the process stopped here"):
+        _ingest(target, topic, table, True)
+    assert not spark.catalog.tableExists(table)
+    monkeypatch.undo()
+    producer.send(topic, KEY, envelope(ROW_V1), [({"id": 3}, event("c", {"id": 3, "name": "n", "qty": 3}))])
+    job = _ingest(target, topic, table, True)
+    assert job.committer.python_commits == 1
+    offsets = [r.o for r in spark.sql(f"select kafka.offset as o from {table} order by o").collect()]
+    assert offsets == [0, 1, 2, 3]
+    detail = spark.sql(f"describe extended {table}").collect()
+    assert {r.col_name: r.data_type for r in detail}["Type"] == "MANAGED"
+
+
 def test_of_two_ingests_of_one_table_the_later_python_commit_is_refused(spark, tmp_path, producer, target):
     """Two ingests saw the same table version; the first commits in Python: the second must not add its
     rows too (the before-commit check sees the first's commit)."""
