@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import io
+import json
 import uuid
 
 import fastavro
@@ -79,6 +80,29 @@ def test_nested_records_and_named_type_references():
     assert spark_type(schema) == T.StructType([T.StructField(n, inner, False)
                                                for n in ("inner", "again", "qualified")])
     assert converted(schema, {"inner": {"x": 1}, "again": {"x": 2}, "qualified": {"x": 3}}) == ((1,), (2,), (3,))
+
+
+def _from_avro_type(spark, schema) -> T.DataType:
+    """The type of a `from_avro` column over `schema`, as Spark's analyzer gives it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    column = from_avro(F.lit(None).cast("binary"), json.dumps(schema)).alias("t")
+    return spark.range(0).select(column).schema["t"].dataType
+
+
+def test_every_type_is_the_one_from_avro_decodes_to(spark):
+    """spark_type asks spark-avro's converter directly: the same type `from_avro` decodes to, for every
+    Avro type, Debezium's envelope, unions of several types and a default its field's type refuses."""
+    from tests.ingest.schemas import ROW_V1, envelope
+    from tests.ingest.test_all_types import SCHEMA as ALL_TYPES
+
+    odd_default = {"type": "record", "name": "Odd", "fields": [{"name": "n", "type": "int", "default": "text"}]}
+    unions = {"type": "record", "name": "U", "fields": [
+        {"name": "u", "type": ["null", "int", "string", {"type": "record", "name": "M", "fields": [
+            {"name": "x", "type": "double"}]}]}]}
+    for schema in (ALL_TYPES, envelope(ROW_V1), odd_default, unions, "string", {"type": "map", "values": "long"}):
+        assert spark_type(schema, spark) == _from_avro_type(spark, schema), schema
 
 
 def test_recursive_records_are_refused_like_spark_avro():
