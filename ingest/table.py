@@ -130,6 +130,11 @@ def _has_field(schema: T.StructType, path: tuple[str, ...]) -> bool:
     return True
 
 
+def _by_ingest(commit_info: dict[str, Any]) -> bool:
+    """Whether a commit is an ingest's (the marker it writes as the commit's userMetadata)."""
+    return str(commit_info.get("userMetadata") or "").startswith(f"{TXN_APP_ID} run ")
+
+
 def _stats_columns(schema: T.StructType) -> str:
     """A new raw table's statistics columns (delta.dataSkippingStatsColumns), for its schema."""
     source_time = [".".join(SOURCE_TIME_COLUMN)] if _has_field(schema, SOURCE_TIME_COLUMN) else []
@@ -389,8 +394,13 @@ class RawTable:
         location = self._default_location()
         parsed = urlparse(location)
         folder = Path(unquote(parsed.path))
-        if first_commit_info(location) is not None:  # made since this ingest found no table
+        first = first_commit_info(location)
+        if first is not None and _by_ingest(first):  # made since this ingest found no table
             raise self._conflict(where, "it created the table first")
+        if first is not None:
+            # A Delta table no catalog entry names, not an ingest's: Spark's first append reports it.
+            self.declined = "the table's folder holds a Delta table that no ingest created"
+            return False
         if parsed.scheme in ("", "file") and folder.exists() and any(folder.iterdir()):
             # Files of an earlier write that failed before its commit: a first append through Spark
             # writes beside them, as it always has.
@@ -429,7 +439,7 @@ class RawTable:
                 return False
             raise
         info = first_commit_info(location)
-        if not info or not str(info.get("userMetadata") or "").startswith(f"{TXN_APP_ID} run "):
+        if info is None or not _by_ingest(info):
             return False
         try:
             register(self.spark, self.sql_name, location)

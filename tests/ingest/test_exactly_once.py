@@ -147,6 +147,26 @@ def test_of_two_ingests_creating_a_new_table_by_name_for_python_rows_the_second_
         spark.sql(f"drop table if exists {name}")
 
 
+def test_a_delta_table_no_ingest_created_in_a_new_tables_folder_is_left_alone(spark):
+    """A Delta table in the catalog's folder for a new table, with no catalog entry and not an
+    ingest's: neither taken as the table nor written over; the create declines, saying why."""
+    from zync.delta_metadata import default_location
+
+    name = f"zync.{unique('foreign')}"
+    table = RawTable(spark, name=name)
+    spark.range(3).write.format("delta").save(default_location(spark, name))
+    key = T.StructType([T.StructField("id", T.LongType())])
+    assert not table.exists()
+    assert not table.create(key, key, "batch 1")
+    assert "no ingest created" in table.declined
+    batch = spark.createDataFrame([(("t", 0, 0, None, None, None), (0,), (0,))], row_schema(key, key))
+    with pytest.raises(Exception) as refused:  # Spark's first append, where a declined batch goes
+        table.append(batch, "batch 1")
+    assert default_location(spark, name).removeprefix("file:") in str(refused.value)
+    assert not spark.catalog.tableExists(name)
+    assert spark.read.format("delta").load(default_location(spark, name)).count() == 3
+
+
 @pytest.mark.parametrize("slow_writer", ["spark", "python"])
 def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, tmp_path, slow_writer):
     """Both began on the same table version and passed every check before writing; the one that
