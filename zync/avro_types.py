@@ -92,8 +92,8 @@ def spark_type(avro_schema: Any, spark: SparkSession | None = None) -> T.DataTyp
 
     Asked of spark-avro itself, as `from_avro` asks it (the schema parsed without validating its
     defaults, converted with no options), in the given or active session, so the raw tables' columns
-    are what the decoder writes by construction. Called directly, not by analysing a `from_avro`
-    column: that took ~0.1 s a schema on a warm engine, two for each new table of a database.
+    are what the decoder writes by construction. Called directly rather than through the query plan
+    of a `from_avro` column, which asks the same converter.
     """
     # The session of this thread, else the process's (a test's or dbt's, made on another thread).
     spark = spark or SparkSession.getActiveSession() or (
