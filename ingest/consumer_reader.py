@@ -57,11 +57,10 @@ class ConsumerReader:
         """
         consumer = self._kept or kafka_client.consumer(self.target, group=f"zync-ingest-{'-'.join(self.states)}")
         self._kept = None
-        assignment = [TopicPartition(topic, p, state.read_offsets.get(p, OFFSET_BEGINNING))
-                      for topic, state in self.states.items()
-                      for p in self.partitions[topic]]
+        ends = self._watermarks(consumer, marks)
+        assignment = self._assignment(ends)
         consumer.assign(assignment)
-        caught_up = CaughtUp(self._start_marks(consumer, assignment, marks))
+        caught_up = CaughtUp(self._start_marks(assignment, ends))
         lag_at = 0.0
         try:
             while True:
@@ -189,22 +188,40 @@ class ConsumerReader:
         if len(state.messages) + len(state.dead) >= self.batch_size:
             self.committer.commit(state)
 
-    @staticmethod
-    def _start_marks(consumer: Consumer, assignment: list[TopicPartition],
-                     known: kafka_client.Watermarks | None = None) -> dict[tuple[str, int], int]:
-        """High-water marks at the start of the partitions that have messages left to read.
+    def _watermarks(self, consumer: Consumer, known: kafka_client.Watermarks | None) -> kafka_client.Watermarks:
+        """Every assigned partition's low and high watermarks: the caller's, else asked of the broker.
 
         A kept consumer's fetch to the broker is in flight when a read starts, and the broker
         answers one request of a connection at a time: asking it for the marks waited out that
         fetch (~0.4 s a topic, every cycle). Marks the caller read are used as they are.
         """
+        ends = {}
+        for topic in self.states:
+            for p in self.partitions[topic]:
+                if known is not None and (topic, p) in known:
+                    ends[(topic, p)] = known[(topic, p)]
+                else:
+                    ends[(topic, p)] = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                                      timeout=kafka_client.METADATA_TIMEOUT_S)
+        return ends
+
+    def _assignment(self, ends: kafka_client.Watermarks) -> list[TopicPartition]:
+        """Every partition from its read offset; one read for the first time from its low watermark.
+
+        Not from OFFSET_BEGINNING: librdkafka resolves a logical offset with a ListOffsets request
+        that a new consumer first retries after a fixed 500 ms while it learns the partition's
+        leader, ~0.5 s a new table, which a whole database's bootstrap paid table after table.
+        Retention moving the low mark meanwhile is auto.offset.reset's case, as it always was.
+        """
+        return [TopicPartition(topic, p, state.read_offsets.get(p, ends.get((topic, p), (OFFSET_BEGINNING,))[0]))
+                for topic, state in self.states.items() for p in self.partitions[topic]]
+
+    @staticmethod
+    def _start_marks(assignment: list[TopicPartition], ends: kafka_client.Watermarks) -> dict[tuple[str, int], int]:
+        """High-water marks at the start of the partitions that have messages left to read."""
         marks = {}
         for tp in assignment:
-            if known is not None and (tp.topic, tp.partition) in known:
-                low, high = known[(tp.topic, tp.partition)]
-            else:
-                low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
-                                                           timeout=kafka_client.METADATA_TIMEOUT_S)
+            low, high = ends[(tp.topic, tp.partition)]
             start = low if tp.offset < 0 else tp.offset
             if high > start:
                 marks[(tp.topic, tp.partition)] = high
