@@ -101,17 +101,17 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
     """
     with _active_session(spark):
         _, txn = _start(spark, location, seen_version)
-        metadata = txn.metadata()
-        converters = java_class(spark, "scala.collection.JavaConverters")
-        adds = write_files(TableMetadata(
-            str(metadata.schemaString()), dict(converters.mapAsJavaMap(metadata.configuration())),
-            tuple(converters.seqAsJavaList(metadata.partitionColumns()))))
+        # The metadata as one JSON string: one call where walking its Scala map and sequences took a
+        # call for every property, a third of a new table's JVM calls.
+        wrapped = json.loads(str(txn.metadata().json()))
+        metadata = wrapped["metaData"]
+        adds = write_files(TableMetadata(metadata["schemaString"], dict(metadata.get("configuration", {})),
+                                         tuple(metadata.get("partitionColumns", ()))))
         if adds is None:
             return None
         action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
         if properties:
-            wrapped = json.loads(str(metadata.json()))
-            wrapped["metaData"]["configuration"] = {**wrapped["metaData"].get("configuration", {}), **properties}
+            metadata["configuration"] = {**metadata.get("configuration", {}), **properties}
             txn.updateMetadata(action.fromJson(json.dumps(wrapped)), False)
         actions = java_class(spark, "org.apache.spark.api.python.PythonUtils").toSeq(
             [action.fromJson(json.dumps({"add": add})) for add in adds])
