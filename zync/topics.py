@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from zync import kafka_client
 from zync.config import Target
@@ -106,15 +106,14 @@ def consume(target: Target, topic: str, from_beginning: bool = False, exit_after
     registry = Registry(target.schema_registry)
     consumer = kafka_client.consumer(target, group=f"zync-consume-{uuid.uuid4()}")
     parts = [partition] if partition is not None else kafka_client.partitions(target, topic)
-    start = offset if offset is not None else (OFFSET_BEGINNING if from_beginning else OFFSET_END)
-    consumer.assign([TopicPartition(topic, p, start) for p in parts])
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in parts}
+    # Concrete offsets, not OFFSET_BEGINNING/OFFSET_END: a new consumer resolves a logical offset
+    # with a ListOffsets request it first retries after a fixed 500 ms (ingest/consumer_reader.py).
+    starts = {p: offset if offset is not None else (low if from_beginning else high) for p, (low, high) in ends.items()}
+    consumer.assign([TopicPartition(topic, p, starts[p]) for p in parts])
     # --exit-after counts idle time once the records already there at the start are read.
-    marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
-    if start == OFFSET_END:
-        marks = {}
-    elif offset is not None:
-        marks = {p: h for p, h in marks.items() if h > offset}
-    caught_up = CaughtUp({(topic, p): h for p, h in marks.items() if h > 0})
+    tailing = offset is None and not from_beginning
+    caught_up = CaughtUp({} if tailing else {(topic, p): high for p, (_, high) in ends.items() if high > starts[p]})
     seen = 0
     try:
         while max_records is None or seen < max_records:
