@@ -73,6 +73,9 @@ DELETE_MODES = ("hard", "soft")
 RESERVED_PREFIX = "_zync_"
 # The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
 AFTER_COLUMN = "_zync_after"
+# The Jinja variable a model whose key and value.after are both defaults reads the raw table's field notes
+# into, once for both macros (each would read them itself).
+NOTES_VARIABLE = "raw_notes"
 # The properties' meta naming the `topics:` expression a mirror was made from (previous_pattern_topics).
 PATTERN_META = "zync_mirror_pattern"
 # Debezium's ops a mirror applies (a tombstone or any other op is no change of the row).
@@ -352,13 +355,15 @@ def rows_query(mirror: Mirror) -> exp.Select:
     value.after's fields arrive as one typed struct, AFTER_COLUMN, which the
     machinery spreads into columns (it leaves out the key's names).
     """
+    notes = f", notes={NOTES_VARIABLE}" if _shares_notes(mirror) else ""
     if mirror.primary_key is None:
-        key: list[exp.Expression] = [jinja(f"zync_mirror_key_fields({_source(mirror)})")]
+        key: list[exp.Expression] = [jinja(f"zync_mirror_key_fields({_source(mirror)}{notes})")]
     else:
         key = [exp.alias_(_expression(text), name) for name, text in mirror.primary_key]
     if mirror.columns is None:
         types = f", types={dict(mirror.types)!r}" if mirror.types else ""
-        columns: list[exp.Expression] = [exp.alias_(jinja(f"zync_mirror_typed_after({_source(mirror)}{types})"), AFTER_COLUMN)]
+        columns: list[exp.Expression] = [
+            exp.alias_(jinja(f"zync_mirror_typed_after({_source(mirror)}{types}{notes})"), AFTER_COLUMN)]
     else:
         columns = [exp.alias_(_expression(text), name) for name, text in mirror.columns]
     source_ts = (_expression(mirror.source_ts) if mirror.source_ts is not None
@@ -381,8 +386,18 @@ def rows_query(mirror: Mirror) -> exp.Select:
     )
 
 
+def _shares_notes(mirror: Mirror) -> bool:
+    """Whether the model's key and value.after are both defaults, typed with the raw table's field notes."""
+    return mirror.primary_key is None and mirror.columns is None
+
+
 def render_model(mirror: Mirror, source: Path) -> str:
-    settings = {"topic": mirror.topic, "delete": mirror.delete, "primary_key": _key_names(mirror)}
+    settings: dict[str, object] = {"topic": mirror.topic, "delete": mirror.delete, "primary_key": _key_names(mirror)}
+    if mirror.columns is None:
+        settings["columns"] = "after"  # the value columns are AFTER_COLUMN's fields (zync_mirror_settings)
+    notes = (["{#- The raw table's field notes, read once for the key's and value.after's types. #}",
+              f"{{%- set {NOTES_VARIABLE} = zync_field_notes({_source(mirror)}) %}}"]
+             if _shares_notes(mirror) else [])
     return "\n".join([
         f"{{#- {GENERATED.format(source=source)} #}}",
         "{{ config(",
@@ -391,6 +406,7 @@ def render_model(mirror: Mirror, source: Path) -> str:
         "    tblproperties={'delta.enableDeletionVectors': 'true'},",
         f"    meta={{'zync_mirror': {_jinja_literal(settings)}}},",
         ") }}",
+        *notes,
         "",
         f"-- every change of {mirror.topic} ({source.name}:{mirror.where.line}) as this mirror's columns, one row per",
         "-- raw record (tombstones and ops other than c, r, u, d left out); the zync_mirror materialization",

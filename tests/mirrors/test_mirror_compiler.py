@@ -73,7 +73,9 @@ def mirror_model(text: str) -> tuple[dict, exp.Select]:
     body = re.sub(r"\{#.*?#\}", "", text, flags=re.S)
     body = re.sub(r"\{\{ config\(.*?\) \}\}", "", body, flags=re.S)
     body = re.sub(r"\{\{ source\('raw', '(\w+)'\) \}\}", r"source__\1", body)
-    body = re.sub(r"\{\{ (zync_\w+)\(source\('raw', '(\w+)'\)\) \}\}", r"\1(source__\2)", body)
+    body = re.sub(r"\{%-? set (\w+) = (zync_\w+)\(source\('raw', '(\w+)'\)\) %\}", "", body)
+    body = re.sub(r"\{\{ (zync_\w+)\(source\('raw', '(\w+)'\)(, notes=raw_notes)?\) \}\}",
+                  lambda m: f"{m[1]}(source__{m[2]}{', raw_notes' if m[3] else ''})", body)
     assert "{{" not in body, body
     return settings, sqlglot.parse_one(body, read="spark")
 
@@ -97,11 +99,15 @@ def test_expressions_are_checked_and_quoted_in_the_models_select(tmp_path):
 
 def test_defaults_are_found_at_run_time(tmp_path):
     settings, select = mirror_model(compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_items.sql"])
-    assert settings == {"topic": "Items", "delete": "hard", "primary_key": None}
+    # The materialization asks only value.after's struct for the value columns (`columns: after`).
+    assert settings == {"topic": "Items", "delete": "hard", "primary_key": None, "columns": "after"}
     columns = projection(select)
     assert list(columns) == ["zync_mirror_key_fields", "_zync_after", "_zync_op", "_zync_source_ts", "_zync_kafka"]
-    assert columns["zync_mirror_key_fields"] == same("zync_mirror_key_fields(source__raw_items)")
-    assert columns["_zync_after"] == same("zync_mirror_typed_after(source__raw_items)")
+    # The raw table's field notes are read once, for both the key's and value.after's types.
+    text = compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_items.sql"]
+    assert text.count("zync_field_notes(source('raw', 'raw_items'))") == 1
+    assert columns["zync_mirror_key_fields"] == same("zync_mirror_key_fields(source__raw_items, raw_notes)")
+    assert columns["_zync_after"] == same("zync_mirror_typed_after(source__raw_items, raw_notes)")
     assert columns["_zync_source_ts"] == same("CAST(zync_mirror_source_ts(source__raw_items) AS BIGINT)")
 
 

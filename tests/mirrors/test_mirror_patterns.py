@@ -54,7 +54,7 @@ def test_every_matching_topic_gets_a_mirror_and_a_single_entry_overrides_the_pat
                                "orders_by_hand": "pg.public.orders"}
     # The pattern's defaults (soft deletes from the entry, the Kafka key, value.after) and its raw tables' sources.
     assert "'delete': 'soft'" in files["models/mirrors/customers_mirror.sql"]
-    assert "zync_mirror_typed_after(source('raw', 'raw_pg_public_customers'))" in files["models/mirrors/customers_mirror.sql"]
+    assert "zync_mirror_typed_after(source('raw', 'raw_pg_public_customers'), notes=raw_notes)" in files["models/mirrors/customers_mirror.sql"]
     assert "'delete': 'hard'" in files["models/mirrors/orders_by_hand.sql"]
     sources = yaml.safe_load(files["models/raw/__sources.yml"])["sources"][0]["tables"]
     assert {t["meta"]["zync_topic"] for t in sources if "zync_topic" in t["meta"]} == {

@@ -2,8 +2,10 @@
   The default primary key as [[name, SQL over the raw row], ...]: every
   field of the raw table's Kafka key (`key`.`f`, Debezium's semantic types
   typed: zync_typed_column), or `key` itself when the key is not a record.
+  `notes`: the raw table's field notes when the caller has read them
+  (zync_field_notes), else they are read here.
 #}
-{% macro zync_mirror_key_columns(source_relation) -%}
+{% macro zync_mirror_key_columns(source_relation, notes=none) -%}
   {%- if not execute -%}
     {{ return([['key', '`key`']]) }}
   {%- endif -%}
@@ -12,7 +14,7 @@
     {{ return([['key', '`key`']]) }}
   {%- endif -%}
   {%- set names = run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
-  {%- set notes = zync_field_notes(source_relation) -%}
+  {%- set notes = notes if notes is not none else zync_field_notes(source_relation) -%}
   {%- set columns = [] -%}
   {%- for name in names -%}
     {%- do columns.append([name, zync_typed_column(source_relation, 'key.' ~ name, notes)]) -%}

@@ -4,13 +4,14 @@
   (zync_typed_column); the machinery spreads its fields into columns
   (zync_mirror_columns). `types`: {field: Spark type} from the mirror
   entry's `types:`, e.g. {'discount': 'string'} for the exact text of an
-  unconstrained numeric wider than decimal(38, 18).
+  unconstrained numeric wider than decimal(38, 18). `notes`: the raw
+  table's field notes when the caller has read them (zync_field_notes).
 #}
-{% macro zync_mirror_typed_after(source_relation, types=none) -%}
+{% macro zync_mirror_typed_after(source_relation, types=none, notes=none) -%}
   {%- if not execute -%}
     {{ return('`value`.`after`') }}
   {%- endif -%}
-  {%- set notes = zync_field_notes(source_relation) -%}
+  {%- set notes = dict(notes if notes is not none else zync_field_notes(source_relation)) -%}
   {%- if types -%}
     {%- set asked = {} -%}
     {%- for name, type in types.items() -%}{%- do asked.update({('value.after.' ~ name) | lower: type}) -%}{%- endfor -%}

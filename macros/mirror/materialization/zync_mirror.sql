@@ -38,8 +38,7 @@
   Carrying the cursor in the commit (zync_mirror_cursor.sql) spares the next
   run a scan of the base for it. A run whose base another run moved since
   it read its changes writes nothing (zync_mirror_unmoved_cursor).
-  The model's settings live in its meta: {'zync_mirror': {topic, delete,
-  primary_key (the key's column names, or none: the Kafka key's fields)}}.
+  The model's settings live in its meta (zync_mirror_settings).
 #}
 {% materialization zync_mirror, adapter='spark' %}
   {%- set settings = zync_mirror_settings() -%}
@@ -62,7 +61,7 @@
     {{ compiled_code }}
   {%- endcall -%}
   {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
-  {%- set columns = zync_mirror_columns(rows, key) -%}
+  {%- set columns = zync_mirror_columns(rows, key, settings.get('columns') == 'after') -%}
 
   {%- if zync_mirror_defers_base(existing_relation) -%}
     {#- Only the view: the last change per key of every raw change, what a first build's base would hold.

@@ -1,7 +1,10 @@
 {#
   A mirror model's settings, from its meta (written by `zync etl compile`):
   topic, delete ('hard' or 'soft'), primary_key (the key's column names, or
-  none for the Kafka key's fields). The columns' SQL is the model's select.
+  none for the Kafka key's fields), and columns: 'after' when the value
+  columns are value.after's fields (the model's zync_mirror_after_column
+  struct), absent when they are the model's own. The columns' SQL is the
+  model's select.
 #}
 {% macro zync_mirror_settings() -%}
   {%- set settings = (model.config.meta or {}).get('zync_mirror') or (config.get('meta') or {}).get('zync_mirror') -%}
