@@ -14,7 +14,7 @@
   leaves no note: not small.
 #}
 {% macro zync_small_run() -%}
-{%- set pending = zync_take_note('pending_counts', keep=true) if execute else none -%}
+{%- set pending = zync_take_note('pending_counts', keep=true) -%}
 {{ return(pending is not none and pending | length > 0
           and pending.values() | sum <= var('zync_one_task_below', 100000) | int) }}
 {%- endmacro %}

@@ -6,14 +6,10 @@
   (zync_field_notes), else they are read here.
 #}
 {% macro zync_mirror_key_columns(source_relation, notes=none) -%}
-  {%- if not execute -%}
+  {%- set names = zync_mirror_raw_key_names(source_relation) -%}
+  {%- if names is none -%}
     {{ return([['key', '`key`']]) }}
   {%- endif -%}
-  {%- set key_type = zync_mirror_column_type(source_relation, 'key') -%}
-  {%- if not key_type.startswith('struct') -%}
-    {{ return([['key', '`key`']]) }}
-  {%- endif -%}
-  {%- set names = run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names -%}
   {%- set notes = notes if notes is not none else zync_field_notes(source_relation) -%}
   {%- set columns = [] -%}
   {%- for name in names -%}

@@ -11,14 +11,9 @@
   {%- if primary_key -%}
     {{ return(primary_key) }}
   {%- endif -%}
-  {%- if execute and model.resource_type == 'model' and flags.WHICH in ('run', 'build') -%}
-    {%- set rendered = zync_take_note('mirror_key_names') -%}
-    {%- if rendered -%}
-      {{ return(rendered) }}
-    {%- endif -%}
+  {%- set names = zync_take_note('mirror_key_names') if model.resource_type == 'model' else none -%}
+  {%- if names is none -%}
+    {%- set names = zync_mirror_raw_key_names(source_relation) -%}
   {%- endif -%}
-  {%- if not execute or not zync_mirror_column_type(source_relation, 'key').startswith('struct') -%}
-    {{ return(['key']) }}
-  {%- endif -%}
-  {{ return(run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names | list) }}
+  {{ return(names if names is not none else ['key']) }}
 {%- endmacro %}
