@@ -22,18 +22,34 @@ public class OneLookupDeltaCatalog extends DeltaCatalog {
 
   @Override
   public Table loadTable(Identifier ident) {
-    if (!oneLookup) {
-      useOneLookup();
-    }
+    useOneLookup();
     return super.loadTable(ident);
   }
 
-  private synchronized void useOneLookup() {
-    if (oneLookup) {
+  @Override
+  public Table loadTable(Identifier ident, String version) {
+    useOneLookup();
+    return super.loadTable(ident, version);
+  }
+
+  @Override
+  public Table loadTable(Identifier ident, long timestamp) {
+    useOneLookup();
+    return super.loadTable(ident, timestamp);
+  }
+
+  private void useOneLookup() {
+    if (!oneLookup) {
+      replaceDelegate();
+    }
+  }
+
+  private synchronized void replaceDelegate() {
+    if (oneLookup || delegate == null) {
       return;
     }
     // Exactly Spark's own class: a delegate of another kind (another extension's) is left as it is.
-    if (delegate != null && delegate.getClass() == V2SessionCatalog.class) {
+    if (delegate.getClass() == V2SessionCatalog.class) {
       try {
         Field catalog = V2SessionCatalog.class.getDeclaredField("catalog");
         catalog.setAccessible(true);
