@@ -76,6 +76,9 @@ AFTER_COLUMN = "_zync_after"
 # The Jinja variable a model whose key and value.after are both defaults reads the raw table's field notes
 # into, once for both macros (each would read them itself).
 NOTES_VARIABLE = "raw_notes"
+# The Jinja variable a model whose key and source time are both defaults describes the raw table's columns
+# into, once for both macros: the key's names and the source time are read from the types it holds.
+COLUMNS_VARIABLE = "raw_columns"
 # The properties' meta naming the `topics:` expression a mirror was made from (previous_pattern_topics).
 PATTERN_META = "zync_mirror_pattern"
 # Debezium's ops a mirror applies (a tombstone or any other op is no change of the row).
@@ -356,8 +359,9 @@ def rows_query(mirror: Mirror) -> exp.Select:
     machinery spreads into columns (it leaves out the key's names).
     """
     notes = f", notes={NOTES_VARIABLE}" if _shares_notes(mirror) else ""
+    raw_columns = f", raw_columns={COLUMNS_VARIABLE}" if _shares_columns(mirror) else ""
     if mirror.primary_key is None:
-        key: list[exp.Expression] = [jinja(f"zync_mirror_key_fields({_source(mirror)}{notes})")]
+        key: list[exp.Expression] = [jinja(f"zync_mirror_key_fields({_source(mirror)}{notes}{raw_columns})")]
     else:
         key = [exp.alias_(_expression(text), name) for name, text in mirror.primary_key]
     if mirror.columns is None:
@@ -367,7 +371,7 @@ def rows_query(mirror: Mirror) -> exp.Select:
     else:
         columns = [exp.alias_(_expression(text), name) for name, text in mirror.columns]
     source_ts = (_expression(mirror.source_ts) if mirror.source_ts is not None
-                 else jinja(f"zync_mirror_source_ts({_source(mirror)})"))
+                 else jinja(f"zync_mirror_source_ts({_source(mirror)}{raw_columns})"))
     kafka = sql.named_struct({f: path("kafka", f) for f in ("topic", "partition", "offset", "timestamp")})
     op = path("value", "op")
     return (
@@ -391,6 +395,11 @@ def _shares_notes(mirror: Mirror) -> bool:
     return mirror.primary_key is None and mirror.columns is None
 
 
+def _shares_columns(mirror: Mirror) -> bool:
+    """Whether the model's key and source time are both defaults, read from the raw table's column types."""
+    return mirror.primary_key is None and mirror.source_ts is None
+
+
 def render_model(mirror: Mirror, source: Path) -> str:
     settings: dict[str, object] = {"topic": mirror.topic, "delete": mirror.delete, "primary_key": _key_names(mirror)}
     if mirror.columns is None:
@@ -398,6 +407,9 @@ def render_model(mirror: Mirror, source: Path) -> str:
     notes = (["{#- The raw table's field notes, read once for the key's and value.after's types. #}",
               f"{{%- set {NOTES_VARIABLE} = zync_field_notes({_source(mirror)}) %}}"]
              if _shares_notes(mirror) else [])
+    columns = (["{#- The raw table's columns, described once for the key's names and the source time. #}",
+                f"{{%- set {COLUMNS_VARIABLE} = zync_mirror_raw_columns({_source(mirror)}) %}}"]
+               if _shares_columns(mirror) else [])
     return "\n".join([
         f"{{#- {GENERATED.format(source=source)} #}}",
         "{{ config(",
@@ -407,6 +419,7 @@ def render_model(mirror: Mirror, source: Path) -> str:
         f"    meta={{'zync_mirror': {_jinja_literal(settings)}}},",
         ") }}",
         *notes,
+        *columns,
         "",
         f"-- every change of {mirror.topic} ({source.name}:{mirror.where.line}) as this mirror's columns, one row per",
         "-- raw record (tombstones and ops other than c, r, u, d left out); the zync_mirror materialization",

@@ -65,6 +65,12 @@ def test_one_model_and_properties_per_mirror_under_models_mirrors(tmp_path):
                              "models/raw/__sources.yml"]
 
 
+def _as_call(match: re.Match) -> str:
+    """A macro's call in a generated model as a function of the raw table and the variables it is handed."""
+    handed = re.sub(r"\w+=", "", match[3])
+    return f"{match[1]}(source__{match[2]}{handed})"
+
+
 def mirror_model(text: str) -> tuple[dict, exp.Select]:
     """A generated mirror model as (its meta.zync_mirror settings, its select with the Jinja calls as functions)."""
     config = re.search(r"meta=(\{.*?\}\}),\n", text)
@@ -74,8 +80,7 @@ def mirror_model(text: str) -> tuple[dict, exp.Select]:
     body = re.sub(r"\{\{ config\(.*?\) \}\}", "", body, flags=re.S)
     body = re.sub(r"\{\{ source\('raw', '(\w+)'\) \}\}", r"source__\1", body)
     body = re.sub(r"\{%-? set (\w+) = (zync_\w+)\(source\('raw', '(\w+)'\)\) %\}", "", body)
-    body = re.sub(r"\{\{ (zync_\w+)\(source\('raw', '(\w+)'\)(, notes=raw_notes)?\) \}\}",
-                  lambda m: f"{m[1]}(source__{m[2]}{', raw_notes' if m[3] else ''})", body)
+    body = re.sub(r"\{\{ (zync_\w+)\(source\('raw', '(\w+)'\)((?:, \w+=\w+)*)\) \}\}", _as_call, body)
     assert "{{" not in body, body
     return settings, sqlglot.parse_one(body, read="spark")
 
@@ -103,12 +108,14 @@ def test_defaults_are_found_at_run_time(tmp_path):
     assert settings == {"topic": "Items", "delete": "hard", "primary_key": None, "columns": "after"}
     columns = projection(select)
     assert list(columns) == ["zync_mirror_key_fields", "_zync_after", "_zync_op", "_zync_source_ts", "_zync_kafka"]
-    # The raw table's field notes are read once, for both the key's and value.after's types.
+    # The raw table's field notes are read once, for both the key's and value.after's types, and its
+    # columns described once, for the key's names and the source time.
     text = compile_files(tmp_path, mirrors=GOOD)["models/mirrors/m_items.sql"]
     assert text.count("zync_field_notes(source('raw', 'raw_items'))") == 1
-    assert columns["zync_mirror_key_fields"] == same("zync_mirror_key_fields(source__raw_items, raw_notes)")
+    assert text.count("zync_mirror_raw_columns(source('raw', 'raw_items'))") == 1
+    assert columns["zync_mirror_key_fields"] == same("zync_mirror_key_fields(source__raw_items, raw_notes, raw_columns)")
     assert columns["_zync_after"] == same("zync_mirror_typed_after(source__raw_items, raw_notes)")
-    assert columns["_zync_source_ts"] == same("CAST(zync_mirror_source_ts(source__raw_items) AS BIGINT)")
+    assert columns["_zync_source_ts"] == same("CAST(zync_mirror_source_ts(source__raw_items, raw_columns) AS BIGINT)")
 
 
 def test_mirror_tests_get_names_not_sql(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -193,13 +194,16 @@ def test_a_restored_mirror_resumes_from_the_cursor_of_the_version_it_went_back_t
     assert "max(`_zync_kafka`.`offset`) from zync.mir_rules_hard__base " not in log
 
 
-def test_a_default_mirrors_run_asks_the_raw_table_for_its_keys_names_once(spark, scenario, tmp_path):
+def test_a_default_mirrors_run_reads_the_raw_tables_key_and_source_time_from_one_describe(spark, scenario, tmp_path):
     before = rows(spark, LIVE_ROWS.format("mir_rules_hard", "true"))
     scenario.project.dbt("run", "--select", "mir_rules_hard", "--log-path", str(tmp_path), "--log-level-file", "debug")
     assert rows(spark, LIVE_ROWS.format("mir_rules_hard", "true")) == before
     log = (tmp_path / "dbt.log").read_text()
-    # The select's render asked; the materialization took the names it left (then cleared them).
-    assert log.count(f"select `key`.* from zync.{RAW} limit 0") == 1
+    # The select's render described the raw table once and read the key's names and the source time from
+    # its types; the materialization took the names it left (then cleared them).
+    assert log.count(f"describe extended zync.{RAW}") == 1, re.findall(r"describe extended \S+", log)
+    for asked in ("`key`.*", "`value`.*", "`value`.`source`.*"):
+        assert f"select {asked} from zync.{RAW}" not in log
     assert "set zync.note.mirror_key_names." in log and "reset zync.note.mirror_key_names." in log
     # Its value columns are value.after's fields: only that struct is described, not the rows' columns.
     assert "describe query select `_zync_after`.* from zync.mir_rules_hard__raw_changes" in log

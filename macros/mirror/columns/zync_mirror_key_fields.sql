@@ -4,8 +4,8 @@
   materialization (zync_mirror_key_names), which would otherwise ask the
   raw table for them again, two statements more in every run.
 #}
-{% macro zync_mirror_key_fields(source_relation, notes=none) -%}
-  {%- set columns = zync_mirror_key_columns(source_relation, notes) -%}
+{% macro zync_mirror_key_fields(source_relation, notes=none, raw_columns=none) -%}
+  {%- set columns = zync_mirror_key_columns(source_relation, notes, raw_columns) -%}
   {%- set projection = [] -%}
   {%- for name, expression in columns -%}
     {%- do projection.append(expression ~ ' as ' ~ adapter.quote(name)) -%}
