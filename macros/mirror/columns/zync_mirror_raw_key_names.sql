@@ -1,8 +1,8 @@
 {#-
   The field names of the raw table's Kafka key, or none when the key is not
-  a record (or nothing runs). Read from the key's type (zync_struct_fields)
-  in `raw_columns` (zync_mirror_raw_columns, described here when not given);
-  Spark is asked for them only where that type cannot say.
+  a record (or nothing runs). Read from the key's type in `raw_columns`
+  (zync_mirror_raw_columns, described here when not given) where it can say
+  (zync_mirror_struct_fields).
 -#}
 {% macro zync_mirror_raw_key_names(source_relation, raw_columns=none) -%}
   {%- if not execute -%}
@@ -12,9 +12,5 @@
   {%- if not key_type.lower().startswith('struct') -%}
     {{ return(none) }}
   {%- endif -%}
-  {%- set fields = zync_struct_fields(key_type) -%}
-  {%- if fields is not none -%}
-    {{ return(fields | map('first') | list) }}
-  {%- endif -%}
-  {{ return(run_query('select `key`.* from ' ~ source_relation ~ ' limit 0').column_names | list) }}
+  {{ return(zync_mirror_struct_fields(source_relation, '`key`', key_type) | map('first') | list) }}
 {%- endmacro %}
