@@ -14,8 +14,8 @@ thread waits for.
   an untimed block of each.
 - Views: CREATE VIEW of a new name, CREATE OR REPLACE VIEW of an existing one (Spark drops and
   creates it), ALTER VIEW ... AS, DROP VIEW, --views of each, after an untimed ten.
-Printed: milliseconds a lookup (median of the blocks' means, min-max) or a statement (median, min-max) and the metastore
-calls each makes (Spark's own tally, HiveCatalogMetrics).
+Printed: milliseconds a lookup (median of the blocks' means, min-max) or a statement (median,
+min-max) and the metastore calls each makes (Spark's own tally, HiveCatalogMetrics).
 """
 
 from __future__ import annotations
@@ -49,28 +49,26 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from testkit.catalog import metastore_calls, table_identifier
     from zync.config import load_target
     from zync.spark import spark_session
     from zync.spark_internals import java_class, java_session
 
     spark = spark_session(load_target(None))
-    calls = java_class(spark, "org.apache.spark.metrics.source.HiveCatalogMetrics").METRIC_HIVE_CLIENT_CALLS()
     spark.sql(f"create database if not exists {SCHEMA}")
     spark.sql(f"create table {SCHEMA}.t (id bigint, name string) using delta")
     session_catalog = java_session(spark).sessionState().catalog()
     catalogs = {LOOKUPS[0]: java_class(spark, "zync.catalog.OneLookupSessionCatalog")(session_catalog),
                 LOOKUPS[1]: java_class(spark, "org.apache.spark.sql.execution.datasources.v2.V2SessionCatalog")(
                     session_catalog)}
-    namespace = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, 1)
-    namespace[0] = SCHEMA
-    identifier = java_class(spark, "org.apache.spark.sql.connector.catalog.Identifier").of(namespace, "t")
+    identifier = table_identifier(spark, SCHEMA, "t")
 
     def timed(count: int, step: Callable[[int], object]) -> tuple[float, float]:
         """Milliseconds and metastore calls a step, over `count` steps."""
-        before, started = calls.getCount(), time.perf_counter()
+        before, started = metastore_calls(spark), time.perf_counter()
         for number in range(count):
             step(number)
-        return 1000 * (time.perf_counter() - started) / count, (calls.getCount() - before) / count
+        return 1000 * (time.perf_counter() - started) / count, (metastore_calls(spark) - before) / count
 
     block = max(1, args.lookups // args.blocks)
     for design in LOOKUPS:

@@ -13,19 +13,10 @@ import uuid
 import pytest
 from pyspark.errors import AnalysisException
 
+from testkit.catalog import metastore_calls, table_identifier
 from zync.spark_internals import java_class, java_session
 
 SCHEMA = "zync_one_lookup"
-
-
-def _calls(spark) -> int:
-    return int(java_class(spark, "org.apache.spark.metrics.source.HiveCatalogMetrics").METRIC_HIVE_CLIENT_CALLS().getCount())
-
-
-def _identifier(spark, schema: str, name: str):
-    namespace = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, 1)
-    namespace[0] = schema
-    return java_class(spark, "org.apache.spark.sql.connector.catalog.Identifier").of(namespace, name)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,9 +41,9 @@ def names():
 
 
 def _load(spark, catalog, schema: str, name: str) -> tuple[object, int]:
-    before = _calls(spark)
-    table = catalog.loadTable(_identifier(spark, schema, name))
-    return table, _calls(spark) - before
+    before = metastore_calls(spark)
+    table = catalog.loadTable(table_identifier(spark, schema, name))
+    return table, metastore_calls(spark) - before
 
 
 def test_the_sessions_catalog_is_the_one_lookup_catalog(spark):
@@ -90,7 +81,7 @@ def test_a_missing_table_or_database_fails_as_sparks_lookup_fails(spark, catalog
     errors = []
     for catalog in (ours, sparks):
         with pytest.raises(AnalysisException) as raised:  # pyspark's form of Spark's NoSuchTableException
-            catalog.loadTable(_identifier(spark, schema, "no_such_table"))
+            catalog.loadTable(table_identifier(spark, schema, "no_such_table"))
         errors.append(raised.value)
     assert [e.getErrorClass() for e in errors] == ["TABLE_OR_VIEW_NOT_FOUND"] * 2
     assert str(errors[0]) == str(errors[1])
@@ -102,9 +93,9 @@ def test_a_statement_naming_a_table_asks_the_metastore_once(spark, names):
     table = names("one_lookup_sql")
     spark.sql(f"create table {SCHEMA}.{table} (id bigint) using delta")
     spark.sql(f"insert into {SCHEMA}.{table} values (1), (2)")
-    before = _calls(spark)
+    before = metastore_calls(spark)
     assert spark.sql(f"select count(*) from {SCHEMA}.{table}").collect()[0][0] == 2
-    assert _calls(spark) - before == 1
+    assert metastore_calls(spark) - before == 1
 
 
 def test_nothing_is_cached_a_table_replaced_by_another_session_is_seen_at_once(spark, names):
