@@ -57,7 +57,7 @@ docs: venv
 
 jars: $(LOCAL)/.jars-installed
 APICURIO_VERSION := 3.0.9
-$(LOCAL)/.jars-installed: jvm/pom.xml $(wildcard jvm/connect/*/pom.xml) jvm/delta-log-listing/pom.xml $(wildcard jvm/delta-log-listing/src/main/java/zync/*/*.java) jvm/session-catalog/pom.xml $(wildcard jvm/session-catalog/src/main/java/zync/*/*.java) Makefile
+$(LOCAL)/.jars-installed: jvm/pom.xml $(wildcard jvm/connect/*/pom.xml) jvm/delta-log-listing/pom.xml $(wildcard jvm/delta-log-listing/src/main/java/zync/*/*.java) jvm/session-catalog/pom.xml $(wildcard jvm/session-catalog/src/main/java/zync/*/*.java) jvm/delta-commits/pom.xml $(wildcard jvm/delta-commits/src/main/java/zync/*/*.java) jvm/s3proxy/pom.xml Makefile
 	@# copy-dependencies never removes a jar: a changed pin must not leave its
 	@# old version beside the new one on Connect's plugin.path.
 	rm -rf $(LOCAL)/connect

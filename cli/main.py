@@ -30,8 +30,12 @@ def _target(args: argparse.Namespace) -> Target:
 def cmd_up(args: argparse.Namespace) -> None:
     from stack import services  # the local stack: only these verbs need it
 
-    for line in services.up(_target(args), connect=args.connect, cluster=args.cluster):
+    for line in services.up(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3):
         print(line)
+    if args.s3:
+        from stack import s3
+
+        print(f"to keep the warehouse on it: {s3.exports()}")
 
 
 def cmd_down(args: argparse.Namespace) -> None:
@@ -44,7 +48,7 @@ def cmd_down(args: argparse.Namespace) -> None:
 def cmd_status(args: argparse.Namespace) -> None:
     from stack import services  # the local stack: only these verbs need it
 
-    for line in services.status(_target(args), connect=args.connect, cluster=args.cluster):
+    for line in services.status(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3):
         print(line)
 
 
@@ -166,6 +170,9 @@ def parser() -> argparse.ArgumentParser:
                    help="also start a Spark cluster on this machine for target 'cluster': a standalone master "
                         "($ZYNC_SPARK_MASTER_PORT, default 17077), a worker and the Spark Thrift Server "
                         "($ZYNC_THRIFT_PORT, default 10000); see docs/scaling-out.md")
+    p.add_argument("--s3", action="store_true",
+                   help="also start an S3-compatible server (S3Proxy, $ZYNC_S3_PORT, default 19000) with bucket "
+                        "'zync', and print the settings that keep the warehouse on it; see docs/object-storage.md")
     p = verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect "
                                "and the Spark cluster if running)")
     p.add_argument("--purge", action="store_true",
@@ -177,6 +184,7 @@ def parser() -> argparse.ArgumentParser:
                    help="list PostgreSQL and Connect even if they were never started here")
     p.add_argument("--cluster", action="store_true",
                    help="list the Spark cluster's master, worker and Thrift Server even if never started here")
+    p.add_argument("--s3", action="store_true", help="list the S3-compatible server even if never started here")
     p = verb("run", cmd_run, "the service: ingest every input topic, dbt run the models whose inputs moved, "
                              "publish new out rows; again and again in one warm engine (SIGTERM/Ctrl-C: "
                              "finish the step, exit 0)")

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
 
-from stack.processes import Service
+from stack.processes import Service, java
 from zync.config import Target, local_dir, state_dir
 from zync.errors import ZyncError
 
@@ -42,11 +42,6 @@ def folder() -> Path:
 
 def plugin_path() -> Path:
     return local_dir() / "connect" / "plugins"
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    return str(Path(java_home) / "bin" / "java") if java_home else "java"
 
 
 def _bootstrap(target: Target) -> str:
@@ -115,7 +110,7 @@ def service(target: Target) -> Service:
     return Service(
         name="connect", port=port(),
         command=[
-            _java(), "-Xmx1g", "-Xms256m",
+            java(), "-Xmx1g", "-Xms256m",
             f"-Dlog4j.configuration=file:{out / 'log4j.properties'}",
             "-cp", str(local_dir() / "connect" / "runtime" / "*"),
             "org.apache.kafka.connect.cli.ConnectDistributed", str(out / "worker.properties"),

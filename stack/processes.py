@@ -16,6 +16,12 @@ from pathlib import Path
 from zync.config import state_dir
 
 
+def java() -> str:
+    """The java binary services run with: $JAVA_HOME's, else the one on the PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    return str(Path(java_home) / "bin" / "java") if java_home else "java"
+
+
 @dataclass(frozen=True)
 class Service:
     name: str

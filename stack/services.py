@@ -25,8 +25,8 @@ from urllib.request import urlopen
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from stack import cluster as spark_cluster
-from stack import connect_worker, local_security, postgres
-from stack.processes import Service
+from stack import connect_worker, local_security, postgres, s3
+from stack.processes import Service, java
 from zync.config import Target, load_target, local_dir, project_dir, state_dir
 from zync.errors import ZyncError
 from zync.spark import catalog_answers
@@ -42,11 +42,6 @@ def _port_of(address: str) -> int:
     return int(port)
 
 
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    return str(Path(java_home) / "bin" / "java") if java_home else "java"
-
-
 def kafka_service(target: Target) -> Service:
     port = _port_of(str(target.kafka["bootstrap.servers"]))
     folder = state_dir() / "kafka"
@@ -54,7 +49,7 @@ def kafka_service(target: Target) -> Service:
         name="kafka",
         port=port,
         command=[
-            _java(), "-Xmx768m", "-Xms256m",
+            java(), "-Xmx768m", "-Xms256m",
             f"-Dlog4j.configuration=file:{folder / 'log4j.properties'}",
             "-cp", str(local_dir() / "jars" / "kafka" / "*"),
             "kafka.Kafka", str(folder / "server.properties"),
@@ -75,7 +70,7 @@ def registry_service(target: Target) -> Service:
         name="registry",
         port=url.port,
         command=[
-            _java(), "-Xmx512m",
+            java(), "-Xmx512m",
             f"-Dquarkus.http.host={LOOPBACK}", f"-Dquarkus.http.port={url.port}",
             "-Dquarkus.management.enabled=false",
             # A file-backed H2 store: schemas must survive a restart, since the
@@ -104,7 +99,7 @@ def catalog_service(target: Target) -> Service | None:
         name="catalog",
         port=port,
         command=[
-            _java(), "-Xmx256m",
+            java(), "-Xmx256m",
             # The database `metastore_db` is then <state>/metastore_db: where an
             # embedded Spark metastore of earlier versions kept it, served as is.
             f"-Dderby.system.home={state_dir()}",
@@ -178,7 +173,7 @@ def _write_kafka_config(service: Service) -> None:
     if not (folder / "data" / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         result = subprocess.run(
-            [_java(), "-cp", str(local_dir() / "jars" / "kafka" / "*"), "kafka.tools.StorageTool",
+            [java(), "-cp", str(local_dir() / "jars" / "kafka" / "*"), "kafka.tools.StorageTool",
              # One argument: a random id may begin with "-", which the tool would read as an option.
              "format", f"--cluster-id={cluster_id}", "-c", str(folder / "server.properties"),
              *local_security.scram_format_args(folder)],
@@ -271,17 +266,24 @@ def connect_services(target: Target) -> list[Service]:
     return [postgres.service(), connect_worker.service(target)]
 
 
+def s3_services() -> list[Service]:
+    """The S3-compatible server (`zync up --s3`)."""
+    return [s3.service()]
+
+
 def cluster_services() -> list[Service]:
     """The local Spark cluster (`zync up --cluster`): master, worker, Thrift Server, in start order."""
     return spark_cluster.services()
 
 
-def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
-    """The services to act on: the broker, registry and catalog, and PostgreSQL and Connect, and the
-    Spark cluster, when asked for or when they were ever started here (their state folder exists)."""
+def _all(target: Target, connect: bool, cluster: bool = False, object_store: bool = False) -> list[Service]:
+    """The services to act on: the broker, registry and catalog, and PostgreSQL and Connect, the S3
+    server and the Spark cluster, when asked for or when they were ever started here (their state
+    folder exists)."""
     extra = connect_services(target)
     if not connect:
         extra = [s for s in extra if s.folder.exists()]
+    extra += [s for s in s3_services() if object_store or s.folder.exists()]
     # The cluster's settings come from the `cluster` target: read only when the cluster is asked
     # for or was started here, so a project without that target keeps its `zync up`.
     started = any((state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES)
@@ -294,10 +296,11 @@ def _all(target: Target, connect: bool, cluster: bool = False) -> list[Service]:
 _LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))  # stack.cluster.SERVICE_NAMES
 
 
-def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False) -> list[str]:
+def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False,
+       object_store: bool = False) -> list[str]:
     """Start what is not running (of `only`, default all), wait until everything answers; return status lines."""
     wanted = services(target) + (connect_services(target) if connect else []) + (
-        cluster_services() if cluster else [])
+        s3_services() if object_store else []) + (cluster_services() if cluster else [])
     wanted = [s for s in wanted if only is None or s.name in only]
     later = {name for phase in _LATER_PHASES for name in phase}
     phases = [[s for s in wanted if s.name not in later],
@@ -317,7 +320,9 @@ def up(target: Target, connect: bool = False, only: set[str] | None = None, clus
             _wait(service)
             if service.name == "kafka":
                 _ensure_scram_user(service)
-    return status(target, connect, cluster)
+            if service.name == s3.NAME:
+                s3.ensure_bucket()
+    return status(target, connect, cluster, object_store)
 
 
 def down(target: Target, only: set[str] | None = None) -> list[str]:
@@ -361,9 +366,9 @@ def purge(target: Target) -> list[str]:
     return lines
 
 
-def status(target: Target, connect: bool = False, cluster: bool = False) -> list[str]:
+def status(target: Target, connect: bool = False, cluster: bool = False, object_store: bool = False) -> list[str]:
     lines = []
-    for service in _all(target, connect, cluster):
+    for service in _all(target, connect, cluster, object_store):
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running (port {service.port})")

@@ -136,8 +136,9 @@ class Target:
         conf = {k: str(v) for k, v in (self.spark_output.get("server_side_parameters") or {}).items()}
         if "spark.jars" in conf:
             conf["spark.jars"] = ",".join(str(project_path(j.strip())) for j in conf["spark.jars"].split(","))
-        if "spark.sql.warehouse.dir" in conf:
-            conf["spark.sql.warehouse.dir"] = str(project_path(conf["spark.sql.warehouse.dir"]))
+        warehouse = conf.get("spark.sql.warehouse.dir", "")
+        if warehouse and "://" not in warehouse and not warehouse.startswith("file:"):
+            conf["spark.sql.warehouse.dir"] = str(project_path(warehouse))
         if "spark.driver.extraJavaOptions" in conf:
             conf["spark.driver.extraJavaOptions"] = _absolute_java_paths(conf["spark.driver.extraJavaOptions"])
         if "spark.driver.extraClassPath" in conf:

@@ -1,0 +1,231 @@
+package zync.delta;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * The commits claimed on tables of an object store: one row a commit file, keyed by the table's
+ * log folder and the file's name, in a database every writer process reaches (the catalog's).
+ *
+ * <p>A row is inserted before its commit file is published; the primary key lets one insert of a
+ * version win, whichever process or thread makes it, which S3 itself (a PUT replaces an object)
+ * cannot promise. The row names the commit's content (a temporary object), so that any process
+ * can publish a claimed commit whose writer died before it did.
+ *
+ * <p>One connection a database and process, its calls one at a time: a claim or a lookup is one
+ * short statement, and a process commits to few tables at once.
+ */
+final class CommitTable {
+
+    /** The JDBC URL of the database holding the table (default: the metastore's own). */
+    static final String URL_KEY = "zync.delta.commits.url";
+    static final String USER_KEY = "zync.delta.commits.user";
+    static final String PASSWORD_KEY = "zync.delta.commits.password";
+    /** A file holding the password (its first line), for a password kept out of settings. */
+    static final String PASSWORD_FILE_KEY = "zync.delta.commits.password.file";
+    /** How long a published commit's row is kept, in hours (a writer that paused longer could re-claim it). */
+    static final String RETENTION_KEY = "zync.delta.commits.retention.hours";
+    static final String METASTORE_URL_KEY = "javax.jdo.option.ConnectionURL";
+    static final String METASTORE_USER_KEY = "javax.jdo.option.ConnectionUserName";
+    static final String METASTORE_PASSWORD_KEY = "javax.jdo.option.ConnectionPassword";
+
+    static final String TABLE = "ZYNC_DELTA_COMMITS";
+    // SQLSTATE of a duplicate key (Derby and PostgreSQL alike) and of a table that exists already
+    // (Derby's X0Y32, PostgreSQL's 42P07).
+    private static final String DUPLICATE_KEY = "23505";
+    private static final long EXPIRY_EVERY_MS = 10 * 60 * 1000L;
+
+    private static final Map<String, CommitTable> BY_URL = new HashMap<>();
+
+    /** A claimed commit: its file's name, the object holding its content, whether it is published. */
+    record Claim(String fileName, String tempPath, boolean published) {}
+
+    private final String url;
+    private final Properties credentials;
+    private final long retentionMs;
+    private Connection connection;
+    private long lastExpiry;
+
+    private CommitTable(String url, Properties credentials, long retentionMs) {
+        this.url = url;
+        this.credentials = credentials;
+        this.retentionMs = retentionMs;
+    }
+
+    static synchronized CommitTable forConf(Configuration conf) throws IOException {
+        String url = conf.getTrimmed(URL_KEY, "");
+        boolean own = !url.isEmpty();
+        if (!own) {
+            url = conf.getTrimmed(METASTORE_URL_KEY, "");
+        }
+        if (url.isEmpty()) {
+            throw new IOException("a commit to a table on an object store is claimed in the catalog's database, "
+                + "and this process names none: set spark.hadoop." + URL_KEY
+                + " (a JDBC URL every writer process reaches; see the docs' object storage page)");
+        }
+        Properties credentials = new Properties();
+        String user = conf.getTrimmed(own ? USER_KEY : METASTORE_USER_KEY, "");
+        String password = conf.get(own ? PASSWORD_KEY : METASTORE_PASSWORD_KEY, "");
+        String passwordFile = own ? conf.getTrimmed(PASSWORD_FILE_KEY, "") : "";
+        if (!passwordFile.isEmpty()) {
+            password = Files.readAllLines(Paths.get(passwordFile), StandardCharsets.UTF_8).get(0).trim();
+        }
+        if (!user.isEmpty()) {
+            credentials.setProperty("user", user);
+        }
+        if (!password.isEmpty()) {
+            credentials.setProperty("password", password);
+        }
+        long retentionMs = (long) (conf.getDouble(RETENTION_KEY, 24.0) * 3600 * 1000);
+        String key = url + "\u0000" + user;
+        CommitTable table = BY_URL.get(key);
+        if (table == null) {
+            table = new CommitTable(url, credentials, retentionMs);
+            BY_URL.put(key, table);
+        }
+        return table;
+    }
+
+    /** The key of a table's log folder: a digest, so that any path fits the database's key length. */
+    static String tableKey(String logFolder) {
+        try {
+            MessageDigest digest = MessageDigest.getInstance("SHA-256");
+            return HexFormat.of().formatHex(digest.digest(logFolder.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Claim `fileName` of the log in `logFolder`: true if this call inserted its row, false if another had. */
+    synchronized boolean claim(String logFolder, String fileName, String tempPath) throws IOException {
+        return call(connection -> {
+            try (PreparedStatement insert = connection.prepareStatement(
+                    "INSERT INTO " + TABLE + " (TABLE_KEY, FILE_NAME, TABLE_PATH, TEMP_PATH, PUBLISHED, CLAIMED_AT)"
+                        + " VALUES (?, ?, ?, ?, 0, ?)")) {
+                insert.setString(1, tableKey(logFolder));
+                insert.setString(2, fileName);
+                insert.setString(3, logFolder);
+                insert.setString(4, tempPath);
+                insert.setLong(5, System.currentTimeMillis());
+                insert.executeUpdate();
+                return true;
+            } catch (SQLException e) {
+                if (DUPLICATE_KEY.equals(e.getSQLState())) {
+                    return false;
+                }
+                throw e;
+            }
+        });
+    }
+
+    /** The newest claim of the log in `logFolder` (by file name: versions are zero-padded), or null. */
+    synchronized Claim latest(String logFolder) throws IOException {
+        return call(connection -> {
+            try (PreparedStatement select = connection.prepareStatement(
+                    "SELECT FILE_NAME, TEMP_PATH, PUBLISHED FROM " + TABLE
+                        + " WHERE TABLE_KEY = ? ORDER BY FILE_NAME DESC FETCH FIRST 1 ROWS ONLY")) {
+                select.setString(1, tableKey(logFolder));
+                try (ResultSet rows = select.executeQuery()) {
+                    return rows.next() ? new Claim(rows.getString(1), rows.getString(2), rows.getInt(3) != 0) : null;
+                }
+            }
+        });
+    }
+
+    /** Record that a claimed commit's file is published; now and then forget published ones past the retention. */
+    synchronized void published(String logFolder, String fileName) throws IOException {
+        call(connection -> {
+            try (PreparedStatement update = connection.prepareStatement(
+                    "UPDATE " + TABLE + " SET PUBLISHED = 1 WHERE TABLE_KEY = ? AND FILE_NAME = ?")) {
+                update.setString(1, tableKey(logFolder));
+                update.setString(2, fileName);
+                update.executeUpdate();
+            }
+            long now = System.currentTimeMillis();
+            if (now - lastExpiry > EXPIRY_EVERY_MS) {
+                lastExpiry = now;
+                try (PreparedStatement expire = connection.prepareStatement(
+                        "DELETE FROM " + TABLE + " WHERE PUBLISHED = 1 AND CLAIMED_AT < ?")) {
+                    expire.setLong(1, now - retentionMs);
+                    expire.executeUpdate();
+                }
+            }
+            return null;
+        });
+    }
+
+    private interface Call<T> {
+        T apply(Connection connection) throws SQLException;
+    }
+
+    /** Run `call` on the connection, made (with the table) if needed; once more on a new connection
+     * if the old one failed (a database restarted since). */
+    private <T> T call(Call<T> call) throws IOException {
+        SQLException first = null;
+        for (int attempt = 0; attempt < 2; attempt++) {
+            try {
+                return call.apply(connection());
+            } catch (SQLException e) {
+                if (DUPLICATE_KEY.equals(e.getSQLState())) {
+                    throw new IOException(e);
+                }
+                first = first == null ? e : first;
+                closeQuietly();
+            }
+        }
+        throw new IOException("the commit table " + TABLE + " in the catalog's database " + redact(url)
+            + " did not answer: " + first.getMessage(), first);
+    }
+
+    private Connection connection() throws SQLException {
+        if (connection != null && !connection.isClosed()) {
+            return connection;
+        }
+        connection = DriverManager.getConnection(url, credentials);
+        connection.setAutoCommit(true);
+        try (Statement create = connection.createStatement()) {
+            create.executeUpdate("CREATE TABLE " + TABLE + " ("
+                + "TABLE_KEY CHAR(64) NOT NULL, FILE_NAME VARCHAR(64) NOT NULL, TABLE_PATH VARCHAR(4000) NOT NULL, "
+                + "TEMP_PATH VARCHAR(4000) NOT NULL, PUBLISHED SMALLINT NOT NULL, CLAIMED_AT BIGINT NOT NULL, "
+                + "PRIMARY KEY (TABLE_KEY, FILE_NAME))");
+        } catch (SQLException e) {
+            // Made already, or made meanwhile by another process (PostgreSQL reports a type's duplicate key).
+            String state = e.getSQLState();
+            if (!"X0Y32".equals(state) && !"42P07".equals(state) && !DUPLICATE_KEY.equals(state)) {
+                closeQuietly();
+                throw e;
+            }
+        }
+        return connection;
+    }
+
+    private void closeQuietly() {
+        try {
+            if (connection != null) {
+                connection.close();
+            }
+        } catch (SQLException ignored) {
+            // a broken connection's close may fail too; a new one is made next
+        }
+        connection = null;
+    }
+
+    private static String redact(String url) {
+        return url.replaceAll("(?i)(password=)[^;&]*", "$1***");
+    }
+}
