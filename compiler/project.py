@@ -30,7 +30,7 @@ def compile_project(target: Target, root: Path, files: list[Path] | None = None)
     sources = files or transform_files(root)
     if not sources:
         raise ZyncError(f"no transform files given and none in {root / 'transforms'}")
-    warehouse = Path(target.spark_conf.get("spark.sql.warehouse.dir", root / "spark-warehouse"))
+    warehouse = target.spark_conf.get("spark.sql.warehouse.dir", str(root / "spark-warehouse"))
     compiled = Compiled(sources, [])
     compiled.generated = compile_transforms(sources, root, schemas=delta_table_schemas(warehouse, target.schema),
                                             notes=compiled.notes, topics=lambda: kafka_client.topic_names(target))

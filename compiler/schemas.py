@@ -8,7 +8,7 @@ fields that exist, or returns None when the path resolves.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any, Callable
 
 from zync.delta_metadata import schema_without_spark
@@ -17,14 +17,15 @@ Schema = dict[str, Any]
 SchemaSource = Callable[[str], "Schema | None"]
 
 
-def delta_table_schemas(warehouse: Path, database: str) -> SchemaSource:
+def delta_table_schemas(warehouse: str | os.PathLike[str], database: str) -> SchemaSource:
     """A lookup table name -> its current schema, None for a table not (yet) written.
 
-    Tables are found where the catalog's managed tables live: <warehouse>/<database>.db/<table>.
+    Tables are found where the catalog's managed tables live: <warehouse>/<database>.db/<table>, the
+    warehouse a folder or an object store's URI.
     """
 
     def lookup(table: str) -> Schema | None:
-        return schema_without_spark(warehouse / f"{database}.db" / table)
+        return schema_without_spark(f"{os.fspath(warehouse).rstrip('/')}/{database}.db/{table}")
 
     return lookup
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
+
+from zync import storage
 
 # Spark reads a Parquet file's dates and timestamps with no rebasing (the proleptic Gregorian calendar,
 # pyarrow's too) when the file says a Spark 3 wrote it; without this key it follows
@@ -146,18 +148,30 @@ def stats_columns(configuration: dict[str, str]) -> list[str]:
     return [c.strip() for c in configuration[STATS_COLUMNS_PROPERTY].split(",") if c.strip()]
 
 
-def write(rows: pa.Table, table_dir: Path, table_schema: T.StructType, stats_columns: list[str],
+def write(rows: pa.Table, table_dir: storage.Location, table_schema: T.StructType, stats_columns: list[str],
           spark_version: str) -> dict:
-    """Write `rows` as a new Parquet file in the table's folder; the `add` action that commits it.
+    """Write `rows` as a new Parquet file in the table's folder (local or on an object store); the `add`
+    action that commits it.
 
     The file is invisible to every reader until a commit names it; one no commit names is
-    removed by the table's next VACUUM, as a failed Spark write's files are.
+    removed by the table's next VACUUM, as a failed Spark write's files are. On an object store it
+    is encoded in memory and sent as one upload: a small batch's file, a few hundred kilobytes.
     """
     name = f"part-00000-{uuid.uuid4()}-c000.{COMPRESSION}.parquet"
-    path = table_dir / name
     metadata = {**(rows.schema.metadata or {}), SPARK_VERSION_KEY: spark_version.encode()}
-    pq.write_table(rows.replace_schema_metadata(metadata), path, compression=COMPRESSION, use_dictionary=DICTIONARY)
-    stat = path.stat()
-    return {"path": name, "partitionValues": {}, "size": stat.st_size, "modificationTime": int(stat.st_mtime * 1000),
+    rows = rows.replace_schema_metadata(metadata)
+    local = table_dir.local_path
+    if local is not None:
+        path = local / name
+        pq.write_table(rows, path, compression=COMPRESSION, use_dictionary=DICTIONARY)
+        stat = path.stat()
+        size, modified_ms = stat.st_size, int(stat.st_mtime * 1000)
+    else:
+        buffer = pa.BufferOutputStream()
+        pq.write_table(rows, buffer, compression=COMPRESSION, use_dictionary=DICTIONARY)
+        content = buffer.getvalue()
+        table_dir.child(name).write_bytes(content.to_pybytes())
+        size, modified_ms = content.size, int(time.time() * 1000)
+    return {"path": name, "partitionValues": {}, "size": size, "modificationTime": modified_ms,
             "dataChange": True, "stats": json.dumps(statistics(rows, table_schema, stats_columns),
                                                     separators=(",", ":"))}

@@ -24,9 +24,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -44,6 +42,7 @@ from ingest.spark_errors import caused_by
 from zync.delta_metadata import (commit_actions, default_location, first_commit_info, is_delta_table,
                                  latest_transaction, table_location)
 from zync.envelope import check_envelope, kafka_struct
+from zync import storage
 from zync.errors import ZyncError
 from zync.spark import session_conf
 
@@ -392,8 +391,6 @@ class RawTable:
                                            T.StructField("value", value_type)]))
         self._create_database()
         location = self._default_location()
-        parsed = urlparse(location)
-        folder = Path(unquote(parsed.path))
         first = first_commit_info(location)
         if first is not None and _by_ingest(first):  # made since this ingest found no table
             raise self._conflict(where, "it created the table first")
@@ -401,7 +398,7 @@ class RawTable:
             # A Delta table no catalog entry names, not an ingest's: Spark's first append reports it.
             self.declined = "the table's folder holds a Delta table that no ingest created"
             return False
-        if parsed.scheme in ("", "file") and folder.exists() and any(folder.iterdir()):
+        if storage.location(location).has_any():
             # Files of an earlier write that failed before its commit: a first append through Spark
             # writes beside them, as it always has.
             self.declined = "the table's folder holds files of a failed write"
@@ -467,10 +464,10 @@ class RawTable:
         """
         self.declined = None
         notes, self._notes_for_next_append = self._notes_for_next_append, {}
-        location = urlparse(self._path()) if self.exists() else None
-        if location is None or location.scheme not in ("", "file"):
-            self.declined = "the table is not created yet" if location is None else "the table is not on a local path"
+        if not self.exists():
+            self.declined = "the table is not created yet"
             return False
+        folder = storage.location(self._path())
 
         def files(metadata: TableMetadata) -> list[dict] | None:
             self.declined = data_file.not_writable(metadata.schema_json, metadata.configuration,
@@ -483,7 +480,7 @@ class RawTable:
             except NotDecodable as e:
                 self.declined = str(e)
                 return None
-            return [data_file.write(rows, Path(unquote(location.path)), schema,
+            return [data_file.write(rows, folder, schema,
                                     data_file.stats_columns(metadata.configuration), self.spark.version)]
 
         def commit(version: int, marker: str, seen: int) -> bool:

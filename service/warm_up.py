@@ -15,12 +15,11 @@ change no faster.
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
-from urllib.parse import urlparse
 
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
+
+from zync import storage
 
 WAREHOUSE = "spark.sql.warehouse.dir"
 WARM_ROWS = 64
@@ -33,10 +32,13 @@ def _scratch_location(spark) -> str:
 
 
 def _remove(location: str) -> None:
-    """Remove the scratch folder if it is on this machine's file system (elsewhere it is left: a few KB)."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        shutil.rmtree(Path(parsed.path if parsed.scheme else location), ignore_errors=True)
+    """Remove the scratch folder, on this machine's file system or an object store (quietly: a failure
+    leaves a few KB of a folder no table names)."""
+    folder = storage.location(location)
+    try:
+        folder.filesystem.delete_dir(folder.path)
+    except OSError:
+        pass
 
 
 def warm_engine(spark) -> None:

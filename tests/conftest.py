@@ -29,6 +29,15 @@ os.environ.setdefault("ZYNC_CATALOG_PORT", "21527")
 # The local Spark cluster (tests/cluster): master (+1 worker, +3/+4 web UIs) and Thrift Server.
 os.environ.setdefault("ZYNC_SPARK_MASTER_PORT", "27077")
 os.environ.setdefault("ZYNC_THRIFT_PORT", "20000")
+# The S3-compatible server of the object-storage tests, and the settings every Spark session and
+# Python client of the suite reach it with (the warehouse itself stays local: a test puts a table on
+# the store by its location, or runs a process with ZYNC_WAREHOUSE).
+os.environ.setdefault("ZYNC_S3_PORT", "29000")
+from stack import s3 as _s3  # noqa: E402 - reads the variables above
+
+for _name, _value in _s3.environment().items():
+    if _name != "ZYNC_WAREHOUSE":
+        os.environ.setdefault(_name, _value)
 os.environ["ZYNC_TARGET"] = "local"
 # The invoices demo's models are the suite's subjects; a user's run leaves them off (test_user_project).
 os.environ["ZYNC_DEMO"] = "true"
@@ -72,3 +81,25 @@ def dbt(spark):
         return result
 
     return run
+
+
+@pytest.fixture(scope="session")
+def object_store(target):
+    """The S3-compatible server, started once for the tests that need it; the URI of a folder of the
+    suite's own on it (s3a://zync/suite-<id>)."""
+    import uuid
+
+    from stack import services
+
+    services.up(target, only={_s3.NAME}, object_store=True)
+    return f"s3a://{_s3.BUCKET}/suite-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(params=["local", "s3"])
+def table_home(request, tmp_path):
+    """Where a test's tables live: a local folder, then the S3 server (each test runs on both)."""
+    if request.param == "local":
+        return str(tmp_path)
+    import uuid
+
+    return f"{request.getfixturevalue('object_store')}/{uuid.uuid4().hex[:8]}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -102,8 +101,7 @@ class Location:
         selector = pafs.FileSelector(self.path, allow_not_found=True, recursive=False)
         for info in self.filesystem.get_file_info(selector):
             if info.type == pafs.FileType.File:
-                mtime = info.mtime or datetime.now(timezone.utc)
-                yield Entry(info.base_name, int(info.size or 0), int(mtime.timestamp() * 1000))
+                yield Entry(info.base_name, int(info.size or 0), int(info.mtime_ns or 0) // 1_000_000)
 
     def has_any(self) -> bool:
         """Whether the folder holds anything (False when it is not there)."""
@@ -122,3 +120,35 @@ def location(uri: str) -> Location:
         return Location(uri, s3_filesystem(), f"{parsed.netloc}{unquote(parsed.path)}".rstrip("/"))
     raise ZyncError(f"{uri}: zync reads tables on local folders and S3 (s3a://), not {parsed.scheme}:")
 
+
+
+def _profile_credentials() -> dict[str, str]:
+    """The access key and secret of the AWS credentials file's profile ($AWS_SHARED_CREDENTIALS_FILE or
+    ~/.aws/credentials, $AWS_PROFILE or default), when one is there: for delta-rs, which reads keys
+    from the environment only."""
+    import configparser
+
+    path = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or Path.home() / ".aws" / "credentials")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+        section = parser[os.environ.get("AWS_PROFILE") or "default"]
+        return {"AWS_ACCESS_KEY_ID": section["aws_access_key_id"],
+                "AWS_SECRET_ACCESS_KEY": section["aws_secret_access_key"]}
+    except (KeyError, OSError, configparser.Error):
+        return {}
+
+
+def delta_rs_table(uri: str) -> tuple[str, dict[str, str]]:
+    """The URI and storage options delta-rs (`deltalake`) opens a table at `uri` with: the same
+    store, endpoint and credentials as Spark's and Arrow's."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in OBJECT_STORE_SCHEMES:
+        return (unquote(parsed.path) if parsed.scheme == "file" else uri), {}
+    options = {"AWS_REGION": os.environ.get(REGION_ENV, "").strip() or DEFAULT_REGION}
+    endpoint = os.environ.get(ENDPOINT_ENV, "").strip()
+    if endpoint:
+        options.update(AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true", AWS_VIRTUAL_HOSTED_STYLE_REQUEST="false")
+    if not os.environ.get("AWS_ACCESS_KEY_ID"):
+        options.update(_profile_credentials())
+    return f"s3://{parsed.netloc}{parsed.path}", options

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -26,6 +24,7 @@ from ingest.delta_append import (CONCURRENT_MODIFICATION, TableReplacedError, ap
                                  append_reading_whole_table)
 from ingest.spark_errors import caused_by
 from ingest.table import ConcurrentIngestError, RawTable
+from zync import storage
 from zync.envelope import raw_row_schema as row_schema
 from tests.ingest.conftest import ZyncProcess, unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
@@ -41,8 +40,7 @@ def _offsets(spark, location: str) -> Counter:
 
 
 def _commits(location: str) -> int:
-    log = os.path.join(location, "_delta_log")
-    return len([f for f in os.listdir(log) if f.endswith(".json")]) if os.path.isdir(log) else 0
+    return sum(1 for e in storage.location(location).child("_delta_log").entries() if e.name.endswith(".json"))
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:
@@ -53,14 +51,14 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_kill_9_mid_run_then_restart_loses_and_duplicates_nothing(producer, spark, tmp_path):
+def test_kill_9_mid_run_then_restart_loses_and_duplicates_nothing(producer, spark, tmp_path, table_home):
     topic = producer.topic(unique("kill"), partitions=2)
     # Eight batches: the kill comes after the second commit, with more to commit (a commit takes over a
     # second, this test looks every 0.2 s); the restart commits the rest.
     total = 1600
     for p in range(2):
         producer.send(topic, KEY, envelope(ROW_V1), _events(p * total, total // 2), partition=p)
-    location = str(tmp_path / "table")
+    location = f"{table_home}/table"
     args = ["from-kafka", "--topic", topic, "--location", location, "--batch-size", "200", "--exit-after", "1s"]
     first = ZyncProcess(args, tmp_path / "state-1")
     try:
@@ -85,10 +83,10 @@ def test_kill_9_mid_run_then_restart_loses_and_duplicates_nothing(producer, spar
     assert offsets == Counter({(p, o): 1 for p in range(2) for o in range(total // 2)})
 
 
-def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, spark, tmp_path):
+def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, spark, tmp_path, table_home):
     topic = producer.topic(unique("twice"))
     producer.send(topic, KEY, envelope(ROW_V1), _events(0, 10))
-    location = str(tmp_path / "table")
+    location = f"{table_home}/table"
     # No --exit-after: each runs until it fails or is stopped here. The race is the first commit after
     # both caught up (the loser stops there): batches of 200 leave the winner few commits after it.
     args = ["from-kafka", "--topic", topic, "--location", location, "--batch-size", "200", "--max-interval", "200ms"]
@@ -116,9 +114,9 @@ def test_a_second_ingest_of_the_same_table_is_refused_not_duplicated(producer, s
     assert _offsets(spark, location) == Counter({(0, o): 1 for o in range(400)})
 
 
-def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, tmp_path):
+def test_of_two_first_writers_of_a_new_table_the_second_is_refused(spark, table_home):
     """Both saw no table; one created it with its first batch: the other must not append its batch too."""
-    location = str(tmp_path / "table")
+    location = f"{table_home}/table"
     key = T.StructType([T.StructField("id", T.LongType())])
     schema = row_schema(key, key)
     batch = spark.createDataFrame([(("t", 0, o, None, None, None), (o,), (o,)) for o in range(3)], schema)
@@ -168,12 +166,12 @@ def test_a_delta_table_no_ingest_created_in_a_new_tables_folder_is_left_alone(sp
 
 
 @pytest.mark.parametrize("slow_writer", ["spark", "python"])
-def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, tmp_path, slow_writer):
+def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark, table_home, slow_writer):
     """Both began on the same table version and passed every check before writing; the one that
     commits second must fail instead of adding its rows too (the race the before-and-after checks
     cannot close: only Delta's conflict check sees a commit land while the files are written).
     The slow one writes its files through a Spark job, or in Python (a small batch, ingest/data_file.py)."""
-    location = str(tmp_path / "table")
+    location = f"{table_home}/table"
     spark.range(3).write.format("delta").save(location)
 
     @F.udf("long")
@@ -182,7 +180,7 @@ def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark,
         return value
 
     def slow_files(metadata) -> list[dict]:
-        add = data_file.write(pa.table({"id": pa.array([10, 11], pa.int64())}), Path(location),
+        add = data_file.write(pa.table({"id": pa.array([10, 11], pa.int64())}), storage.location(location),
                               T.StructType.fromJson(json.loads(metadata.schema_json)), ["id"], spark.version)
         time.sleep(1.0)
         return [add]
@@ -209,13 +207,14 @@ def test_of_two_appends_racing_for_one_table_delta_fails_the_later_commit(spark,
     assert sorted(r.id for r in spark.read.format("delta").load(location).collect()) == [0, 1, 2, 20, 21]
 
 
-def test_an_append_to_a_table_dropped_since_it_was_seen_is_refused(spark, tmp_path):
+def test_an_append_to_a_table_dropped_since_it_was_seen_is_refused(spark, table_home):
     """A by-location commit into a dropped table's folder would create a new table there."""
-    location = str(tmp_path / "table")
+    location = f"{table_home}/table"
     spark.range(3).write.format("delta").save(location)
     spark.range(3).write.format("delta").mode("append").save(location)
-    shutil.rmtree(location)
+    folder = storage.location(location)
+    folder.filesystem.delete_dir(folder.path)
     with pytest.raises(TableReplacedError, match="below version 1"):
         append_reading_whole_table(spark, location, spark.range(5), app_id="test", txn_version=1,
                                    user_metadata="late", seen_version=1)
-    assert not os.path.exists(os.path.join(location, "_delta_log"))
+    assert not folder.child("_delta_log").has_any()

@@ -88,7 +88,7 @@ def test_a_new_tables_empty_create_and_properties_do_not_bring_compaction_closer
 
 
 def test_a_history_not_on_this_machine_is_described(spark):
-    assert history_from_files("s3a://bucket/table", 10) is None
+    assert history_from_files("hdfs://elsewhere/table", 10) is None
     name, location = _table(spark, [10])
     assert [e.operation for e in history(spark, name, 10, "hdfs://elsewhere/table")] == ["CREATE TABLE AS SELECT"]
     spark.sql(f"drop table {name}")

@@ -78,7 +78,9 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
         }
         Path temp = new Path(new Path(log, TEMP_FOLDER), target.getName() + "." + UUID.randomUUID());
         put(fs, temp, content);
-        if (!commits.claim(log.toString(), target.getName(), temp.toString())) {
+        if (!commits.claim(log.toString(), target.getName(), temp.toString())
+                && !(forgetRemoved(fs, commits, log, target)
+                     && commits.claim(log.toString(), target.getName(), temp.toString()))) {
             deleteQuietly(fs, temp);
             throw new FileAlreadyExistsException(target.toString());
         }
@@ -108,6 +110,21 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
         return false;  // an object appears whole when its upload completes
     }
 
+    /**
+     * Forget the claim of `target` if it belongs to a log that was removed since (a table dropped, then
+     * made again in its folder): it is published, yet its file is not there. Whether it did. A claim
+     * not yet published is never forgotten here: its writer may be publishing it now.
+     */
+    private static boolean forgetRemoved(FileSystem fs, CommitTable commits, Path log, Path target) throws IOException {
+        CommitTable.Claim claim = commits.claimOf(log.toString(), target.getName());
+        if (claim == null || !claim.published() || fs.exists(target)) {
+            return false;
+        }
+        commits.forget(log.toString(), target.getName());
+        LOG.info("forgot the claim of {}: its log was removed since it was published", target);
+        return true;
+    }
+
     /** Publish the log's newest claimed commit if its writer did not (it died or failed after claiming it). */
     private static void publishClaimed(FileSystem fs, CommitTable commits, Path log) throws IOException {
         CommitTable.Claim claim = commits.latest(log.toString());
@@ -120,10 +137,13 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
             try {
                 content = read(fs, new Path(claim.tempPath()));
             } catch (FileNotFoundException e) {
-                // Its writer published it and removed the temporary object since the row was read.
+                // Its writer published it and removed the temporary object since the row was read; or,
+                // neither being there, the claim is of a log removed since (a writer writes the
+                // content before it claims, and removes it only after publishing).
                 if (!fs.exists(target)) {
-                    throw new IOException("commit " + target + " is claimed but neither it nor its content "
-                        + claim.tempPath() + " is in the store", e);
+                    commits.forget(log.toString(), claim.fileName());
+                    LOG.info("forgot the claim of {}: its log was removed since it was claimed", target);
+                    return;
                 }
                 content = null;
             }

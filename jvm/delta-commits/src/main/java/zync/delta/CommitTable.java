@@ -133,6 +133,33 @@ final class CommitTable {
         });
     }
 
+    /** The claim of `fileName` in the log in `logFolder`, or null. */
+    synchronized Claim claimOf(String logFolder, String fileName) throws IOException {
+        return call(connection -> {
+            try (PreparedStatement select = connection.prepareStatement(
+                    "SELECT FILE_NAME, TEMP_PATH, PUBLISHED FROM " + TABLE + " WHERE TABLE_KEY = ? AND FILE_NAME = ?")) {
+                select.setString(1, tableKey(logFolder));
+                select.setString(2, fileName);
+                try (ResultSet rows = select.executeQuery()) {
+                    return rows.next() ? new Claim(rows.getString(1), rows.getString(2), rows.getInt(3) != 0) : null;
+                }
+            }
+        });
+    }
+
+    /** Forget the claim of `fileName` in the log in `logFolder` (a claim of a log that was removed since). */
+    synchronized void forget(String logFolder, String fileName) throws IOException {
+        call(connection -> {
+            try (PreparedStatement delete = connection.prepareStatement(
+                    "DELETE FROM " + TABLE + " WHERE TABLE_KEY = ? AND FILE_NAME = ?")) {
+                delete.setString(1, tableKey(logFolder));
+                delete.setString(2, fileName);
+                delete.executeUpdate();
+            }
+            return null;
+        });
+    }
+
     /** The newest claim of the log in `logFolder` (by file name: versions are zero-padded), or null. */
     synchronized Claim latest(String logFolder) throws IOException {
         return call(connection -> {
