@@ -18,7 +18,10 @@ starts and stops its own Kafka, registry and catalog). For each rate, in turn:
   topic, `dbt run --select <model>`, `zync to-kafka`, in a loop of cold
   processes.
 
-The two designs alternate per rate. Printed: p50/p95/p99/max latency, events
+- with --designs zync-run,zync-run-s3: the same `zync run` twice, one with its tables on local disk,
+  one with its warehouse on the S3 server (`zync up --s3`, docs/object-storage.md), measured in turn.
+
+The designs alternate per rate. Printed: p50/p95/p99/max latency, events
 and output records, whether lag stayed bounded (every output arrived within
 --drain seconds after the producer stopped, and the newest quarter of the
 events waited no more than twice as long as the oldest quarter plus 10 s),
@@ -46,13 +49,15 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 STATE = ROOT / ".local" / "bench-latency-state"
 PROJECTS = STATE / "projects"
-PORTS = {"ZYNC_KAFKA_PORT": "24292", "ZYNC_REGISTRY_PORT": "24281", "ZYNC_CATALOG_PORT": "24627"}
+PORTS = {"ZYNC_KAFKA_PORT": "24292", "ZYNC_REGISTRY_PORT": "24281", "ZYNC_CATALOG_PORT": "24627",
+         "ZYNC_S3_PORT": "24290"}
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
 BIN = ROOT / ".venv" / "bin"
 SCHEMAS = ROOT / "demo" / "invoices" / "schemas"
 
 sys.path.insert(0, str(ROOT))
 from bench.rss import PeakRss  # noqa: E402
+from stack import s3  # noqa: E402
 from testkit.invoices import InvoicesProject, invoices_project  # noqa: E402
 from zync import kafka_client  # noqa: E402
 from zync.config import load_target  # noqa: E402
@@ -201,7 +206,7 @@ def zync(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 class ZyncRun:
     """One `zync run` process of a project, for the whole benchmark."""
 
-    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False):
+    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False, env: dict[str, str] | None = None):
         self.out = log.open("w")
         # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py)
         command = ([str(BIN / "python"), "-c", "import sys, service.run; service.run.SMALL_RUN_ROWS = -1; "
@@ -209,7 +214,7 @@ class ZyncRun:
                    else [str(BIN / "zync")])
         self.process = subprocess.Popen(
             [*command, "run", "--interval", "1s", "--select", project.name("new_invoices")],
-            cwd=project.path, env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)},
+            cwd=project.path, env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path), **(env or {})},
             stdout=self.out, stderr=subprocess.STDOUT)
         self.rss = PeakRss(self.process.pid)
 
@@ -343,7 +348,9 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=300.0, help="seconds to wait for the last outputs")
     parser.add_argument("--designs", default="zync-run,chain",
                         help="which designs to run (default zync-run,chain; also zync-run-compiled: a second "
-                             "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted)")
+                             "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted; "
+                             "zync-run-s3: a second `zync run` with its warehouse on the S3 server `zync up --s3` "
+                             "starts, docs/object-storage.md)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -352,7 +359,7 @@ def main() -> None:
     shutil.rmtree(STATE, ignore_errors=True)
     (STATE / "logs").mkdir(parents=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    up = zync("up", cwd=ROOT)
+    up = zync("up", *(["--s3"] if "zync-run-s3" in designs else []), cwd=ROOT)
     if up.returncode != 0:
         raise SystemExit(f"zync up failed:\n{up.stdout}{up.stderr}")
     rows: list[dict] = []
@@ -361,11 +368,16 @@ def main() -> None:
     try:
         target = load_target(None)
         projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain"),
-                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled")}
+                    "zync-run-compiled": invoices_project(PROJECTS, "Compiled"),
+                    "zync-run-s3": invoices_project(PROJECTS, "OnS3")}
+        # The S3 design's tables: the S3 server's warehouse, in a database of their own.
+        on_s3 = {**s3.environment(), "ZYNC_SCHEMA": "zync_s3"}
         warm = {}
-        for design in ("zync-run", "zync-run-compiled"):
+        for design in ("zync-run", "zync-run-compiled", "zync-run-s3"):
             if design in designs:
-                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log", compiled=design != "zync-run"))
+                runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log",
+                                    compiled=design == "zync-run-compiled",
+                                    env=on_s3 if design == "zync-run-s3" else None))
                 run = runs[0]
                 warm[design] = warm_up(target, projects[design], 0, 600)
         if "chain" in designs:

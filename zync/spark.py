@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from zync.config import Target
+from zync.config import Target, project_path
 from zync.errors import ZyncError
 from zync.spark_internals import import_named_per_call
 
@@ -67,7 +67,33 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import_named_per_call(spark)
+    check_warehouse(spark, target)
     return spark
+
+
+WAREHOUSE_ENV = "ZYNC_WAREHOUSE"
+
+
+def check_warehouse(spark, target: Target) -> None:
+    """Stop before writing when $ZYNC_WAREHOUSE names a warehouse the target's database is not in.
+
+    A database lives where it was made: with the warehouse moved (to an object store, say), tables
+    would still be made in the database's old folder, silently. A database made elsewhere on
+    purpose (`create database ... location`) is the user's choice only without the variable.
+    """
+    wanted = os.environ.get(WAREHOUSE_ENV, "").strip().rstrip("/")
+    if not wanted:
+        return
+    try:
+        where = str(spark.catalog.getDatabase(target.schema).locationUri).rstrip("/")
+    except Exception:  # noqa: BLE001 - no such database yet: it is made in the warehouse
+        return
+    prefix = wanted if "://" in wanted else f"file:{project_path(wanted.removeprefix('file:'))}"
+    if not (where + "/").startswith(prefix + "/"):
+        raise ZyncError(f"database {target.schema!r} is at {where}, not in the warehouse ${WAREHOUSE_ENV} names "
+                        f"({os.environ[WAREHOUSE_ENV]}): its tables would stay where it is. Give the new "
+                        "warehouse a database of its own (ZYNC_SCHEMA) or a catalog of its own (ZYNC_STATE_DIR), "
+                        "or unset ZYNC_WAREHOUSE")
 
 
 @contextmanager
