@@ -70,14 +70,15 @@ STATE = ROOT / ".local" / "bench-chaos-state"
 # Ports of its own, whatever ZYNC_*_PORT says (the campaign stops its services at the end: never a user's);
 # ZYNC_CHAOS_KAFKA_PORT etc. move them (another campaign on the machine).
 PORTS = {name: os.environ.get(name.replace("ZYNC_", "ZYNC_CHAOS_"), default) for name, default in
-         {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727"}.items()}
+         {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727",
+          "ZYNC_S3_PORT": "24390"}.items()}
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
 
 sys.path.insert(0, str(ROOT))
 from testkit.harness import (ChangeStream, RunProcess, engine_pid, expected_mirror,  # noqa: E402
                              expected_output, mirror_check)
-from testkit.invoices import SCHEMA, InvoicesProject, invoices_project  # noqa: E402
-from stack import services  # noqa: E402
+from testkit.invoices import InvoicesProject, invoices_project  # noqa: E402
+from stack import s3, services  # noqa: E402
 from zync.config import load_target  # noqa: E402
 
 DRAIN_S = 600.0
@@ -130,7 +131,7 @@ class Campaign:
 
     def mirror_rows(self) -> dict[int, dict]:
         """invoices_mirror as it stands, read by this process's SparkSession through the shared catalog."""
-        table = f"{SCHEMA}.{self.project.name('invoices_mirror')}"
+        table = f"{self.target.schema}.{self.project.name('invoices_mirror')}"
         if not self.spark.catalog.tableExists(table):
             return {}
         return {r.invoice_id: {"customer": r.customer, "item": r.item, "deleted": r._zync_deleted}
@@ -230,8 +231,13 @@ def main() -> None:
     parser.add_argument("--second-runs", type=int, default=2, help="trials with a second zync run beside the first")
     parser.add_argument("--spark-failures", type=int, default=3,
                         help="trials killing (-9) the Spark JVM of zync run (default 3)")
+    parser.add_argument("--s3", action="store_true",
+                        help="keep the project's tables on an S3 server the campaign starts (S3Proxy, `zync up "
+                             "--s3`; docs/object-storage.md), every zync run and this checker reaching them there")
     parser.add_argument("--keep", action="store_true", help="leave the campaign's services running")
     args = parser.parse_args()
+    if args.s3:  # before the target is read: its warehouse and schema come from these
+        os.environ.update({**s3.environment(), "ZYNC_SCHEMA": "zync_s3"})
 
     trials = (["kill9"] * args.kills + ["sigterm"] * args.sigterms + ["broker"] * args.broker
               + ["registry"] * args.registry + ["second_run"] * args.second_runs
@@ -241,7 +247,7 @@ def main() -> None:
     (STATE / "logs").mkdir(parents=True)
     OUT.mkdir(parents=True, exist_ok=True)
     target = load_target(None)
-    services.up(target)
+    services.up(target, object_store=args.s3)
     results: list[dict] = []
     campaign = None
     try:
@@ -294,7 +300,8 @@ def main() -> None:
         failed |= survived < len(rows)
         print(f"{fault:<14}| {len(rows):>6} | {survived:>8} | {worst['lost']:>4} | {worst['duplicated']:>10} "
               f"| {worst['misordered_keys']:>10} | {worst['mirror_mismatches']:>17}")
-    (OUT / "chaos.json").write_text(json.dumps({"seed": args.seed, "trials": results}, indent=2))
+    (OUT / "chaos.json").write_text(json.dumps({"seed": args.seed, "warehouse": "s3" if args.s3 else "local",
+                                                "trials": results}, indent=2))
     print(f"JSON: {OUT / 'chaos.json'}")
     sys.exit(1 if failed or len(results) < len(trials) else 0)
 

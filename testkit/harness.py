@@ -20,13 +20,14 @@ WAIT_S = 300.0  # a cold JVM on a loaded 2-core machine takes most of a minute b
 class RunProcess:
     """One `zync run` process of a project, its log in a file."""
 
-    def __init__(self, project: InvoicesProject, log: Path, target: str = "local", options: tuple[str, ...] = ()):
+    def __init__(self, project: InvoicesProject, log: Path, target: str = "local", options: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None):
         self.log = log
         with log.open("a") as out:
             self.process = subprocess.Popen(
                 [str(BIN / "zync"), "run", "--interval", "1s", "--target", target, *options], cwd=project.path,
                 stdout=out, stderr=out,
-                env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)})
+                env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path), **(env or {})})
 
     def cycles(self) -> int:
         """Cycles with work this process (and those before it in the log) reported."""

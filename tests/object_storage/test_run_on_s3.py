@@ -1,6 +1,6 @@
 """The invoices demo with its warehouse on the S3 server: `zync run --once` (ingest, the output model
 and the mirror, egress) and `dbt test`, each a process of its own as a user runs them, with nothing of
-the data on local disk.
+the data on local disk; and `zync run` through a second run beside it and kill -9, exactly once.
 
 The process gets the warehouse by ZYNC_WAREHOUSE and a schema of its own by ZYNC_SCHEMA: the suite's
 catalog already has the default schema, on local disk.
@@ -9,10 +9,12 @@ catalog already has the default schema, on local disk.
 from __future__ import annotations
 
 import os
+import random
 import subprocess
+import time
 import uuid
 
-from testkit.harness import BIN
+from testkit.harness import BIN, RunProcess, wait_until
 from testkit.invoices import invoices_project
 from zync import storage
 
@@ -46,3 +48,40 @@ def test_zync_run_and_dbt_test_keep_every_table_on_s3(target, spark, object_stor
 
     out = _run([str(BIN / "dbt"), "test", "--profiles-dir", "profiles"], project, env)
     assert "PASS=" in out and "ERROR=0" in out, out[-3000:]
+
+
+def test_zync_run_on_s3_keeps_the_stream_exact_through_a_second_run_and_kill_9(target, object_store, tmp_path):
+    """The fault campaign's two trials that race for commits, short and seeded: a second `zync run` of
+    the same project beside the first, then kill -9 at a random moment of a batch's cycle and a restart."""
+    project = invoices_project(tmp_path, "FaultsOnS3")
+    env = {"ZYNC_WAREHOUSE": f"{object_store}/faults", "ZYNC_SCHEMA": f"zync_s3_{uuid.uuid4().hex[:8]}"}
+    log = tmp_path / "zync-run.log"
+    chance = random.Random(int(os.environ.get("ZYNC_RUN_KILL_SEED", "14")))
+    run = RunProcess(project, log, env=env)
+    second = None
+    try:
+        project.produce_batch(target, 1)
+        wait_until(lambda: project.published_count(target) >= len(project.expected(1)), "batch 1 output", run)
+        assert project.published(target) == project.expected(1)
+
+        second = RunProcess(project, tmp_path / "second-run.log", env=env)
+        project.produce_batch(target, 2)
+        wait_until(lambda: project.published_count(target) >= len(project.expected(2)), "batch 2 output", run)
+        time.sleep(5)  # a duplicate would land now
+        second.kill()
+        assert project.published(target) == project.expected(2)
+
+        project.produce_batch(target, 3)
+        time.sleep(chance.uniform(0.0, 8.0))
+        run.kill()
+        run = RunProcess(project, log, env=env)
+        wait_until(lambda: project.published_count(target) >= len(project.expected(3)), "batch 3 output", run)
+        time.sleep(3)  # a duplicate would land now
+        assert project.published(target) == project.expected(3)
+        assert run.terminate() == 0
+    finally:
+        for process in (run, second):
+            if process is not None and process.process.poll() is None:
+                process.kill()
+    records = project.published(target)
+    assert [r["kafka"]["offset"] for r in records] == list(range(len(records)))
