@@ -13,6 +13,8 @@ measures in the same run:
   default until the Spark reader), batch 250k;
 - the anchor: Spark Structured Streaming (spark-sql-kafka + spark-avro, from_avro,
   trigger(availableNow=True)) into Delta;
+- with --s3, also zync's default into a table on an S3 server of its own (`zync up --s3`,
+  docs/object-storage.md), alternating with the local runs;
 - with --target cluster, also zync's default as an application of a local standalone cluster
   (`zync up --cluster`: master, one worker, the Thrift Server holding 2 of its 4 cores), alternating
   with the local runs, so the cluster's overhead on one machine is known.
@@ -43,7 +45,8 @@ os.environ.update({"ZYNC_PROJECT_DIR": str(ROOT), "ZYNC_STATE_DIR": str(STATE),
                    "ZYNC_REGISTRY_PORT": os.environ.get("BENCH_REGISTRY_PORT", "23181"),
                    "ZYNC_CATALOG_PORT": os.environ.get("BENCH_CATALOG_PORT", "23527"), "ZYNC_TARGET": "local",
                    "ZYNC_SPARK_MASTER_PORT": os.environ.get("BENCH_SPARK_MASTER_PORT", "23077"),
-                   "ZYNC_THRIFT_PORT": os.environ.get("BENCH_THRIFT_PORT", "23000")})
+                   "ZYNC_THRIFT_PORT": os.environ.get("BENCH_THRIFT_PORT", "23000"),
+                   "ZYNC_S3_PORT": os.environ.get("BENCH_S3_PORT", "23190")})
 sys.path.insert(0, str(ROOT))
 
 ROW_FIELDS = [
@@ -150,14 +153,21 @@ def _tree_rss(pid: int) -> int:
 
 
 def zync_ingest(topic: str, name: str, batch_size: int, expect: int, reader: str = "spark",
-                target: str = "local") -> dict:
-    location = OUT / "tables" / name
-    shutil.rmtree(location, ignore_errors=True)
+                target: str = "local", on_s3: bool = False) -> dict:
+    from stack import s3
+    from zync import storage
+
+    location = f"s3a://{s3.BUCKET}/bench/{name}" if on_s3 else str(OUT / "tables" / name)
+    folder = storage.location(location)
+    try:
+        folder.filesystem.delete_dir(folder.path)
+    except FileNotFoundError:
+        pass
     state = OUT / f"state-{name}"
     shutil.rmtree(state, ignore_errors=True)
     log = OUT / f"{name}.log"
     env = {**os.environ, "ZYNC_STATE_DIR": str(state)}
-    args = [str(ROOT / ".venv/bin/zync"), "from-kafka", "--target", target, "--topic", topic, "--location", str(location),
+    args = [str(ROOT / ".venv/bin/zync"), "from-kafka", "--target", target, "--topic", topic, "--location", location,
             "--batch-size", str(batch_size), "--reader", reader, "--exit-after", "3s"]
     peak = 0
     began = time.monotonic()
@@ -177,7 +187,7 @@ def zync_ingest(topic: str, name: str, batch_size: int, expect: int, reader: str
     seconds = commits[-1]["ts"] - start
     check_ms = [e.get("check_ms", 0) for e in commits]
     return {"records": records, "seconds": seconds, "records_per_s": records / seconds, "commits": len(commits),
-            "batch_size": batch_size, "reader": reader, "target": target,
+            "batch_size": batch_size, "reader": reader, "target": target, "location": location,
             "whole_command_s": time_of_command, "peak_rss_mb": peak / 2**20,
             "conflict_check_ms_per_commit": sum(check_ms) / len(check_ms)}
 
@@ -218,6 +228,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of zync's default and of the anchor, alternating; each keeps its best")
     parser.add_argument("--keep-services", action="store_true", help="leave the bench's Kafka and registry up")
+    parser.add_argument("--s3", action="store_true",
+                        help="also ingest into the S3 server (`zync up --s3`), alternating with local disk")
     parser.add_argument("--target", choices=("local", "cluster"), default="local",
                         help="cluster: also run zync's default on a local standalone cluster (zync up --cluster), "
                              "alternating with the local runs")
@@ -227,7 +239,11 @@ def main() -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     target = load_target("local")
-    for line in services.up(target, cluster=args.target == "cluster"):
+    if args.s3:  # the S3 server's endpoint and credentials, for the ingest processes and this one
+        from stack import s3
+
+        os.environ.update({k: v for k, v in s3.environment().items() if k != "ZYNC_WAREHOUSE"})
+    for line in services.up(target, cluster=args.target == "cluster", object_store=args.s3):
         print(line)
     try:
         topic = f"bench_ingest_{args.records}"
@@ -239,10 +255,13 @@ def main() -> None:
         print("ceiling", results["ceiling_confluent_kafka_consume"], flush=True)
         # Identical runs vary by a fifth on this shared machine: the default and the anchor
         # alternate --repeat times and each keeps its best run, with every run's time listed.
-        zync_runs, anchor_runs, cluster_runs = [], [], []
+        zync_runs, anchor_runs, cluster_runs, s3_runs = [], [], [], []
         for attempt in range(args.repeat):
             zync_runs.append(zync_ingest(topic, "zync-spark-1m", 1_000_000, args.records))
             print(f"zync spark reader 1M, run {attempt + 1}", zync_runs[-1], flush=True)
+            if args.s3:
+                s3_runs.append(zync_ingest(topic, "zync-s3-1m", 1_000_000, args.records, on_s3=True))
+                print(f"zync spark reader 1M into the S3 server, run {attempt + 1}", s3_runs[-1], flush=True)
             if args.target == "cluster":
                 cluster_runs.append(zync_ingest(topic, "zync-cluster-1m", 1_000_000, args.records,
                                                 target="cluster"))
@@ -253,6 +272,8 @@ def main() -> None:
         results["anchor_structured_streaming"] = _best(anchor_runs)
         if cluster_runs:
             results["zync_cluster_1m"] = _best(cluster_runs)
+        if s3_runs:
+            results["zync_s3_1m"] = _best(s3_runs)
         results["zync_spark_reader_250k"] = zync_ingest(topic, "zync-spark-250k", 250_000, args.records)
         print("zync spark reader 250k", results["zync_spark_reader_250k"], flush=True)
         results["zync_consumer_jvm_250k"] = zync_ingest(topic, "zync-consumer-250k", 250_000, args.records,
@@ -270,6 +291,8 @@ def main() -> None:
             ("anchor: Structured Streaming availableNow", results["anchor_structured_streaming"])]
     if "zync_cluster_1m" in results:
         rows.insert(2, ("zync from-kafka on the local cluster, batch 1M", results["zync_cluster_1m"]))
+    if "zync_s3_1m" in results:
+        rows.insert(2, ("zync from-kafka into the S3 server, batch 1M", results["zync_s3_1m"]))
     print(f"\n{results['machine']}")
     for label, r in rows:
         rss = f"  peak RSS {r['peak_rss_mb']:,.0f} MB" if "peak_rss_mb" in r else ""
@@ -278,6 +301,9 @@ def main() -> None:
     print(f"conflict check per commit (zync default): {results['zync_spark_reader_1m']['conflict_check_ms_per_commit']:.0f} ms")
     ratio = results["zync_spark_reader_1m"]["records_per_s"] / results["anchor_structured_streaming"]["records_per_s"]
     print(f"zync default / anchor: {ratio:.2f}x (target: at or above 1.00)")
+    if "zync_s3_1m" in results:
+        print(f"S3 server / local disk: {results['zync_s3_1m']['seconds'] / results['zync_spark_reader_1m']['seconds']:.2f}x "
+              "the time (target: within 1.50x)")
     if "zync_cluster_1m" in results:
         local, on_cluster = results["zync_spark_reader_1m"], results["zync_cluster_1m"]
         print(f"local cluster / local: {on_cluster['seconds'] / local['seconds']:.2f}x the time "
