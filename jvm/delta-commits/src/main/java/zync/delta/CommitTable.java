@@ -135,16 +135,7 @@ final class CommitTable {
 
     /** The claim of `fileName` in the log in `logFolder`, or null. */
     synchronized Claim claimOf(String logFolder, String fileName) throws IOException {
-        return call(connection -> {
-            try (PreparedStatement select = connection.prepareStatement(
-                    "SELECT FILE_NAME, TEMP_PATH, PUBLISHED FROM " + TABLE + " WHERE TABLE_KEY = ? AND FILE_NAME = ?")) {
-                select.setString(1, tableKey(logFolder));
-                select.setString(2, fileName);
-                try (ResultSet rows = select.executeQuery()) {
-                    return rows.next() ? new Claim(rows.getString(1), rows.getString(2), rows.getInt(3) != 0) : null;
-                }
-            }
-        });
+        return selectClaim(" WHERE TABLE_KEY = ? AND FILE_NAME = ?", tableKey(logFolder), fileName);
     }
 
     /** Forget the claim of `fileName` in the log in `logFolder` (a claim of a log that was removed since). */
@@ -162,11 +153,16 @@ final class CommitTable {
 
     /** The newest claim of the log in `logFolder` (by file name: versions are zero-padded), or null. */
     synchronized Claim latest(String logFolder) throws IOException {
+        return selectClaim(" WHERE TABLE_KEY = ? ORDER BY FILE_NAME DESC FETCH FIRST 1 ROWS ONLY", tableKey(logFolder));
+    }
+
+    private Claim selectClaim(String where, String... values) throws IOException {
         return call(connection -> {
             try (PreparedStatement select = connection.prepareStatement(
-                    "SELECT FILE_NAME, TEMP_PATH, PUBLISHED FROM " + TABLE
-                        + " WHERE TABLE_KEY = ? ORDER BY FILE_NAME DESC FETCH FIRST 1 ROWS ONLY")) {
-                select.setString(1, tableKey(logFolder));
+                    "SELECT FILE_NAME, TEMP_PATH, PUBLISHED FROM " + TABLE + where)) {
+                for (int i = 0; i < values.length; i++) {
+                    select.setString(i + 1, values[i]);
+                }
                 try (ResultSet rows = select.executeQuery()) {
                     return rows.next() ? new Claim(rows.getString(1), rows.getString(2), rows.getInt(3) != 0) : null;
                 }
