@@ -66,6 +66,7 @@ from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, 
 from service.freshness import freshness_file
 from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
+from service.json_file import write_json
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.threads import DEFAULT_THREADS
@@ -202,10 +203,7 @@ class RanAt(dict):
             self[model] = {t: TableVersion(*v) if v is not None else None for t, v in tables.items()}
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".tmp")
-        partial.write_text(json.dumps(self, indent=1, sort_keys=True))
-        partial.replace(self.path)
+        write_json(self.path, self, indent=1, sort_keys=True)
 
 
 class Service:
