@@ -67,6 +67,7 @@ from service.freshness import freshness_file
 from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
 from service.json_file import write_json
+from service.stop_signals import stopped_with_the_engine
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
 from service.threads import DEFAULT_THREADS
@@ -213,7 +214,8 @@ class Service:
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
                  folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
                  stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S,
-                 warm_up: bool = True):
+                 warm_up: bool = True, stopping: threading.Event | None = None):
+        """`stopping`: set by a stop signal that came before the run (service/stop_signals.py), shared with it."""
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -256,7 +258,7 @@ class Service:
         self.backoff: dict[str, Backoff] = {}
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
-        self.stopping = threading.Event()
+        self.stopping = stopping if stopping is not None else threading.Event()
         # The first cycle also warms the engine (see warm_up), then the run says it is ready.
         self.warm_up_first = warm_up
         self.warmed_in: float | None = None  # seconds the warm-up took, if it ran
@@ -844,6 +846,16 @@ class Service:
             if self._arrived():
                 return
 
+    def _stopped_with_engine(self) -> bool:
+        """Whether the engine ended because a stop signal reached it too (the run's process group
+        signalled): then the run stops as asked, the step under way abandoned."""
+        died = engine_exit_status(self.spark)
+        if not stopped_with_the_engine(self.stopping, died[1] if died else None):
+            return False
+        self.status.note("the stop signal reached the Spark engine too: the step under way was abandoned; "
+                         "the next start resumes every stage where its tables and topics stand")
+        return True
+
     def stop(self, *_args) -> None:
         """Finish the step under way, then end (the signal handler)."""
         self.stopping.set()
@@ -878,18 +890,20 @@ class Service:
             while not self.stopping.is_set():
                 try:
                     reports = self.cycle()
-                except EngineDiedError:
-                    raise
+                    if once and not (self.rerun and reports):
+                        break
+                    if not reports:
+                        self.wait()
                 except Exception as e:
                     # Py4J's errors from a dead JVM (a refused connection) are not zync's: say what happened.
-                    died = self._engine_died()
+                    died = e if isinstance(e, EngineDiedError) else self._engine_died()
                     if died is None:
                         raise
+                    if self._stopped_with_engine():
+                        break
+                    if died is e:
+                        raise
                     raise died from e
-                if once and not (self.rerun and reports):
-                    break
-                if not reports:
-                    self.wait()
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
             self.fold_all = False

@@ -20,12 +20,14 @@ WAIT_S = 300.0  # a cold JVM on a loaded 2-core machine takes most of a minute b
 class RunProcess:
     """One `zync run` process of a project, its log in a file."""
 
-    def __init__(self, project: InvoicesProject, log: Path, target: str = "local", options: tuple[str, ...] = ()):
+    def __init__(self, project: InvoicesProject, log: Path, target: str = "local", options: tuple[str, ...] = (),
+                 own_group: bool = False):
+        """own_group: in a process group of its own, as a supervisor starts it (signal_group reaches it alone)."""
         self.log = log
         with log.open("a") as out:
             self.process = subprocess.Popen(
                 [str(BIN / "zync"), "run", "--interval", "1s", "--target", target, *options], cwd=project.path,
-                stdout=out, stderr=out,
+                stdout=out, stderr=out, start_new_session=own_group,
                 env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path)})
 
     def cycles(self) -> int:
@@ -40,6 +42,10 @@ class RunProcess:
     def terminate(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(WAIT_S)
+
+    def signal_group(self, sig: int = signal.SIGTERM) -> None:
+        """Signal the run's whole process group, its Spark JVM with it (systemd's KillMode=control-group)."""
+        os.killpg(self.process.pid, sig)
 
 
 def engine_pid(pid: int) -> int | None:
