@@ -60,19 +60,17 @@ def report(since: float, models: list[str], root: Path, target_name: str, wait_s
         time.sleep(0.5)
 
 
-def main() -> int:
+def main() -> None:
     top = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     top.add_argument("--since", type=float, required=True, help="the step's start (epoch seconds)")
     top.add_argument("--model", action="append", default=[], help="only these models (default: every one "
                                                                     "applied since then)")
     args = top.parse_args()
-    try:
-        print(report(args.since, args.model, project_dir(), load_target().name))
-    except ZyncError as e:
-        print(f"demo: {e}", file=sys.stderr)
-        return 1
-    return 0
+    print(report(args.since, args.model, project_dir(), load_target().name))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        main()
+    except ZyncError as e:  # a project or target the demo cannot read: exit 1 saying why
+        sys.exit(f"demo: {e}")
