@@ -1,6 +1,6 @@
 """Benchmark: a whole database's first mirror build, dbt's models one at a time against several at once.
 
-    flock /work/machine.lock .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
+    .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
         [--rounds 4] [--threads 4] [--compare threads|codegen|base] [--seed 1]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder

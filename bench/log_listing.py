@@ -1,6 +1,6 @@
 """Benchmark: what a Delta table's long log costs every read and commit, by log store.
 
-    flock /work/machine.lock .venv/bin/python bench/log_listing.py [--sizes 1000,4000,16000] [--reps 10]
+    .venv/bin/python bench/log_listing.py [--sizes 1000,4000,16000] [--reps 10]
 
 One command, alone on the machine; no service (tables by path in .local/bench-log-listing).
 `zync run` commits to a raw table every cycle it changes, and Delta keeps a table's log files for
