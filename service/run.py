@@ -33,7 +33,10 @@ Another process may run any verb or `dbt` meanwhile: a raw table written by
 another ingest makes this one's ingest of it stop and resume from the table
 the next cycle, and an output table another `dbt run` moved is published here.
 
-SIGINT and SIGTERM finish the step under way, then the run exits 0.
+SIGINT and SIGTERM finish the step under way, then the run exits 0; so does
+a stop signal that reached the Spark JVM too (the run's whole process group
+signalled, during its start as well): the step under way is then abandoned,
+as a kill -9 would leave it (service/stop_signals.py).
 
 The Spark driver JVM is this process's child. If it dies (killed, out of
 memory), nothing more can run here, and a stage failing on it must not be
@@ -67,9 +70,9 @@ from service.freshness import freshness_file
 from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
 from service.json_file import write_json
-from service.stop_signals import stopped_with_the_engine
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
+from service.stop_signals import stopped_with_the_engine
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
