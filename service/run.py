@@ -72,7 +72,7 @@ from service.http_server import DEFAULT_ADDRESS, parse_address, serve
 from service.json_file import write_json
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
-from service.stop_signals import stopped_with_the_engine
+from service.stop_signals import PY4J_SEND_FAILED, stopped_with_the_engine
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
@@ -284,7 +284,7 @@ class Service:
 
     def _quiet_dead_engine(self, record: logging.LogRecord) -> bool:
         """Drop py4j's traceback (root logger) for each call that met a dead JVM: EngineDiedError says it once."""
-        if record.getMessage() != "Exception while sending command.":
+        if record.getMessage() != PY4J_SEND_FAILED:
             return True
         # The socket's reset can reach py4j before the kernel reports the killed JVM's exit (the CI run
         # saw it): give the exit a moment to show before deciding the JVM is alive.

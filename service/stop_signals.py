@@ -10,6 +10,7 @@ resumes where its tables and topics stand, so an abandoned step loses and duplic
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 from types import FrameType, TracebackType
@@ -20,10 +21,13 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOPPED_BY_SIGNAL = {128 + s for s in SIGNALS} | {-s for s in SIGNALS}
 # How long a JVM's stop may precede this process's own handler (both get a group's signal at once).
 HANDLER_GRACE_S = 1.0
+# What py4j logs (on the root logger, with a traceback) for each call that met a JVM gone away.
+PY4J_SEND_FAILED = "Exception while sending command."
 
 
 class StopSignals:
-    """While installed (a context manager), a stop signal sets `requested`."""
+    """While installed (a context manager), a stop signal sets `requested`; after one, py4j's traceback
+    for a call that met the stopped JVM is not logged (the run says once how it stopped)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
@@ -31,12 +35,17 @@ class StopSignals:
 
     def __enter__(self) -> StopSignals:
         self._previous = {sig: signal.signal(sig, self._received) for sig in SIGNALS}
+        logging.getLogger().addFilter(self._quiet_after_stop)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        # py4j still meets the JVM when the process ends (objects it frees at exit): the filter stays.
+
+    def _quiet_after_stop(self, record: logging.LogRecord) -> bool:
+        return not (self.requested.is_set() and record.getMessage() == PY4J_SEND_FAILED)
 
     def _received(self, _signum: int, _frame: FrameType | None) -> None:
         self.requested.set()

@@ -5,6 +5,9 @@
   `zync etl status` (service/etl_status.py) so that it never works the cursor out another way.
 #}
 {% macro zync_mirror_cursors_json(tables) -%}
+  {%- if not execute -%}
+    {{ return('{}') }}
+  {%- endif -%}
   {%- set cursors = {} -%}
   {%- for name in tables.split(',') if name -%}
     {%- set schema, identifier = name.split('.', 1) -%}
