@@ -801,14 +801,15 @@ class Service:
                 return
 
     def _stopped_with_engine(self) -> bool:
-        """Whether the engine ended because a stop signal reached it too (the run's process group
-        signalled): then the run stops as asked, the step under way abandoned."""
+        """Whether the engine ended because a stop signal reached it too, before this process's own
+        handler ran (the run's process group signalled)."""
         died = engine_exit_status(self.spark)
-        if not stopped_with_the_engine(self.stopping, died[1] if died else None):
-            return False
-        self.status.note("the stop signal reached the Spark engine too: the step under way was abandoned; "
-                         "the next start resumes every stage where its tables and topics stand")
-        return True
+        return stopped_with_the_engine(self.stopping, died[1] if died else None)
+
+    def _abandoned(self, error: Exception) -> None:
+        first = (str(error) or type(error).__name__).splitlines()[0][:300]
+        self.status.note(f"stopping: the step under way was abandoned ({first}); the next start resumes every "
+                         "stage where its tables and topics stand", abandoned=first)
 
     def stop(self, *_args) -> None:
         """Finish the step under way, then end (the signal handler)."""
@@ -849,12 +850,15 @@ class Service:
                     if not reports:
                         self.wait()
                 except Exception as e:
+                    if self.stopping.is_set() or self._stopped_with_engine():
+                        # Asked to stop: what the step met then (most often the JVM the same signal
+                        # ended) ends the step, not the run.
+                        self._abandoned(e)
+                        break
                     # Py4J's errors from a dead JVM (a refused connection) are not zync's: say what happened.
                     died = e if isinstance(e, EngineDiedError) else self._engine_died()
                     if died is None:
                         raise
-                    if self._stopped_with_engine():
-                        break
                     if died is e:
                         raise
                     raise died from e
