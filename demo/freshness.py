@@ -36,7 +36,8 @@ def applied_since(found: dict | None, since: float, models: list[str]) -> dict[s
 
 
 def sentence(figures: dict[str, float]) -> str:
-    what = "from its source commit to applied (a mirror: queryable; an output: published)"
+    what = ("from its source commit (its produce to Kafka where it carries none) to applied (a mirror: "
+            "queryable; an output: published)")
     if not figures:
         return "zync run's own measure: none yet (no change of this step applied in its last report)"
     if len(figures) <= 3:

@@ -32,8 +32,8 @@ def test_many_models_read_as_their_median_and_max(tmp_path):
         f"t{i}": {"kind": "mirror", "newest_seconds": float(i), "applied_at": step + 1, "behind_seconds": 0}
         for i in range(1, 21)})
     assert demo_freshness.report(step, [], tmp_path, "local", wait_s=0).endswith(
-        "each of 20 models from its source commit to applied (a mirror: queryable; an output: published): "
-        "median 10.5s, max 20.0s")
+        "each of 20 models from its source commit (its produce to Kafka where it carries none) to applied "
+        "(a mirror: queryable; an output: published): median 10.5s, max 20.0s")
 
 
 def test_a_report_written_before_the_step_ended_is_waited_for_then_said_to_lack_it(tmp_path):
