@@ -84,8 +84,14 @@ up: setup
 up-connect: setup
 	$(BIN)/zync up --connect
 
+# Every state folder the project's commands use is .local/<name>state: `zync up`'s (state), each
+# demo's (demo/*/run.sh: demo-state, demo-postgres-state, demo-database-state) and the tests'
+# (test-state). `make down` stops the services of each, `make clean` also deletes them; a folder
+# set elsewhere by ZYNC_STATE_DIR takes `ZYNC_STATE_DIR=... zync down`.
+STATE_DIRS = $(abspath $(wildcard $(LOCAL)/*state))
 down:
-	$(BIN)/zync down
+	@set -o pipefail; failed=0; for state in $(STATE_DIRS); do echo "$$state:"; \
+	  ZYNC_STATE_DIR="$$state" $(BIN)/zync down | sed 's/^/  /' || failed=1; done; exit $$failed
 
 demo: setup
 	bash demo/invoices/run.sh
@@ -112,8 +118,9 @@ fuzz: setup
 # --purge also deletes what the state folder owns outside it (PostgreSQL's data, when run as root);
 # rm -rf is for a clone whose venv is gone.
 clean:
-	-$(BIN)/zync down --purge
-	rm -rf $(LOCAL)/state target logs site
+	-@set -o pipefail; failed=0; for state in $(STATE_DIRS); do echo "$$state:"; \
+	  ZYNC_STATE_DIR="$$state" $(BIN)/zync down --purge | sed 's/^/  /' || failed=1; done; exit $$failed
+	rm -rf $(STATE_DIRS) target logs site
 
 # `zync run` killed with kill -9 at 10 seeded random moments (docs/running.md);
 # the suite runs the same test with one. ZYNC_RUN_KILL_SEED picks other moments.

@@ -1,6 +1,6 @@
 """Benchmark: a whole database's first ingest stage, the warm consumer against Spark's reader.
 
-    flock /work/machine.lock .venv/bin/python bench/bootstrap.py [--tables 50] [--rows 2000]
+    .venv/bin/python bench/bootstrap.py [--tables 50] [--rows 2000]
         [--rounds 4] [--threads 4] [--seed 1]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder

@@ -1,7 +1,7 @@
 """Benchmark: what the shared catalog costs a table, a lookup by name against Spark's own, and the
 view statements a mirror's build makes.
 
-    flock /work/machine.lock .venv/bin/python bench/catalog_calls.py [--lookups 2000] [--views 100] [--blocks 8]
+    .venv/bin/python bench/catalog_calls.py [--lookups 2000] [--views 100] [--blocks 8]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-catalog-calls-state, ports of its own), stopped at the end. One warm engine, one

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench.latency import Producer  # noqa: E402  (it sets the latency benchmark's ports: ours below)
 from bench.service_cycles import full_cycle, invoices_service, produce_rounds  # noqa: E402
 from testkit.invoices import invoices_project  # noqa: E402
-from zync.spark_internals import java_context  # noqa: E402
+from zync.spark_internals import java_array, java_context, jvm_of  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-cycle-state"
 PORTS = {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727"}
@@ -76,8 +76,7 @@ class StatementClock:
     @staticmethod
     def _stage_list(session):
         """Every stage Spark's status store knows (the store is there with the UI off too)."""
-        gateway = session.sparkContext._gateway
-        no_quantiles = gateway.new_array(gateway.jvm.double, 0)
+        no_quantiles = java_array(session, jvm_of(session).double, 0)
         return java_context(session).sc().statusStore().stageList(None, False, False, no_quantiles, None)
 
     def _stages(self, session) -> int:

@@ -1,6 +1,6 @@
 """Benchmark: a whole database's first mirror build, dbt's models one at a time against several at once.
 
-    flock /work/machine.lock .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
+    .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
         [--rounds 4] [--threads 4] [--compare threads|codegen|base] [--seed 1]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
@@ -18,7 +18,7 @@ adaptive execution off, dbt's relation cache by name). The rounds alternate two 
 - compiled: Spark's generated code, as `zync run` built every mirror before a small first build
   ran interpreted;
 - interpreted: what `zync run` does for a first build over at most SMALL_RUN_ROWS raw rows
-  (service/run.py small_run_engine).
+  (service/engine_settings.py small_run_engine).
 --compare base, both interpreted with --threads models at once:
 - base: each mirror's base table and its view, as a plain `dbt run` builds a mirror;
 - view: each mirror's view alone, over its raw changes, what `zync run` makes of a small first
@@ -84,7 +84,7 @@ def ingest_all(target, spark, topics: list[str]) -> None:
 def run(args: argparse.Namespace) -> None:
     from bench.wide import Source, mirror_name, pattern_mirror_file
     from service.project import DbtProject
-    from service.run import small_run_engine, without_adaptive_execution
+    from service.engine_settings import small_run_engine, without_adaptive_execution
     from testkit.scratch import drop_relation, user_project
     from zync.config import load_target
     from zync.spark import spark_session

@@ -1,6 +1,6 @@
 """Probe: what one `zync run` ingest stage costs per changed topic, over many Debezium topics.
 
-    flock /work/machine.lock .venv/bin/python bench/ingest_cycle.py [--tables 40] [--threads 4]
+    .venv/bin/python bench/ingest_cycle.py [--tables 40] [--threads 4]
         [--rounds 8] [--changes 5] [--writers python,spark] [--log-stores zync,delta]
         [--checkpoint-interval N] [--read] [--jfr FILE]
 

@@ -1,6 +1,6 @@
 """Benchmark: what a Delta table's long log costs every read and commit, by log store.
 
-    flock /work/machine.lock .venv/bin/python bench/log_listing.py [--sizes 1000,4000,16000] [--reps 10]
+    .venv/bin/python bench/log_listing.py [--sizes 1000,4000,16000] [--reps 10]
 
 One command, alone on the machine; no service (tables by path in .local/bench-log-listing).
 `zync run` commits to a raw table every cycle it changes, and Delta keeps a table's log files for
@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from zync.spark_internals import delta_log, latest_snapshot  # noqa: E402
+from zync.spark_internals import delta_log, jvm_of, latest_snapshot  # noqa: E402
 STATE = ROOT / ".local" / "bench-log-listing"
 OUT = ROOT / "bench" / "out" / "log_listing.json"
 STORES = {"delta (HDFSLogStore)": "io.delta.storage.HDFSLogStore", "name-first": "zync.delta.NameFirstLogStore"}
@@ -55,7 +55,7 @@ def session():
 def use_store(spark, class_name: str) -> None:
     """Delta picks a scheme's store from the live SparkConf when a table's log is first opened:
     set it there and drop the cached logs, so the next read opens the table with this store."""
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     jvm.org.apache.spark.SparkEnv.get().conf().set(STORE_KEY, class_name)
     jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
 
@@ -86,7 +86,7 @@ def timed(action) -> float:
 
 
 def measure(spark, location: Path) -> dict[str, float]:
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_of(spark)
     log = delta_log(spark, str(location))
     snapshot = latest_snapshot(spark, log)
     checkpoint = int(snapshot.logSegment().checkpointProvider().version())

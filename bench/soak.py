@@ -1,6 +1,6 @@
 """Benchmark: one `zync run` for hours at a steady rate; does it stay as fast, as small and as tidy as it started?
 
-    flock /work/machine.lock .venv/bin/python bench/soak.py [--hours 1 | --minutes M] [--rate 100]
+    .venv/bin/python bench/soak.py [--hours 1 | --minutes M] [--rate 100]
         [--window 5m] [--tables 4] [--rows 200] [--seed 1] [--keep] [--no-plot]
 
 One command, alone on the machine: it starts its own Kafka, registry and catalog (`zync up`, its own

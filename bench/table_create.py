@@ -1,7 +1,7 @@
 """Benchmark: a new raw table's create and first appends, ingest's own create against Delta's CREATE
 TABLE through the catalog.
 
-    flock /work/machine.lock .venv/bin/python bench/table_create.py [--tables 30] [--rows 2000] [--seed 1]
+    .venv/bin/python bench/table_create.py [--tables 30] [--rows 2000] [--seed 1]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-table-create-state, ports of its own), stopped at the end. One warm engine creates

@@ -1,7 +1,7 @@
 """Benchmark: a whole database's changes, from their produce call to visible in their mirror, with
 Debezium's JDBC sink upserting the same topics into PostgreSQL in the same run as the anchor.
 
-    flock /work/machine.lock .venv/bin/python bench/wide.py [--tables N ...] [--skew uniform|zipf ...]
+    .venv/bin/python bench/wide.py [--tables N ...] [--skew uniform|zipf ...]
         [--rate 100] [--seconds 120] [--rows 2000] [--seed 1] [--drain 600] [--keep]
 
 Defaults: N = 10, 50 and 200 tables, each with both skews, in turn. One command, alone on the machine:

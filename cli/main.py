@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from cli.init_project import DEFAULT_TOPICS
 from service.compaction import COMPACT_AFTER_COMMITS
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE
 from service.health import DEFAULT_STALE_AFTER_S
@@ -49,6 +50,13 @@ def cmd_status(args: argparse.Namespace) -> None:
     from stack import services  # the local stack: only these verbs need it
 
     for line in services.status(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3):
+        print(line)
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    from cli.init_project import init_project
+
+    for line in init_project(args.folder, topics=args.topics):
         print(line)
 
 
@@ -103,15 +111,28 @@ def cmd_to_kafka(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from service.run import Service
+    from service.stop_signals import StopSignals
 
-    with Service(_target(args), select=args.select, interval=args.interval, threads=args.threads,
-                 compact_after=args.compact_after, fold_after_commits=args.fold_after_commits,
-                 fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle,
-                 # A scheduler's single cycle serves nothing unless asked to.
-                 metrics=args.metrics if args.metrics or not args.once else "off", stale_after=args.stale_after,
-                 vacuum_retention=args.vacuum_retention, warm_up=args.warm_up) as service:
-        code = service.run(once=args.once)
+    # Before the engine starts: a stop signal during the start is a stop too (service/stop_signals.py).
+    with StopSignals() as stop:
+        from service.run import Service
+
+        try:
+            with Service(_target(args), select=args.select, interval=args.interval, threads=args.threads,
+                         compact_after=args.compact_after, fold_after_commits=args.fold_after_commits,
+                         fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle,
+                         # A scheduler's single cycle serves nothing unless asked to.
+                         metrics=args.metrics if args.metrics or not args.once else "off",
+                         stale_after=args.stale_after, vacuum_retention=args.vacuum_retention,
+                         warm_up=args.warm_up, stopping=stop.requested) as service:
+                code = service.run(once=args.once)
+        except Exception as e:  # noqa: BLE001 - after a stop signal, whatever it cut short
+            if not stop.requested.is_set():
+                raise
+            print(f"zync run: stopped by a signal; what was under way ended with: "
+                  f"{(str(e) or type(e).__name__).splitlines()[0][:300]}",
+                  file=sys.stderr)
+            return
     if code:
         raise ZyncError("the cycle met errors (above); --once exits 1 so a scheduler retries it")
 
@@ -228,6 +249,12 @@ def parser() -> argparse.ArgumentParser:
                         "(by default a first cycle with nothing to read makes them on rows of its own in a "
                         "scratch folder, then the run says it is ready)")
     verb("ls", cmd_ls, "list registry subjects with their versions and schema ids")
+    p = verb("init", cmd_init, "make a project of your own in FOLDER (new or empty): dbt project, profile, "
+                               "profiles/zync.yml for your Kafka and registry, transforms/ mirroring every table")
+    p.add_argument("folder", type=Path, metavar="FOLDER")
+    p.add_argument("--topics", metavar="REGEX", default=DEFAULT_TOPICS,
+                   help="the topics transforms/mirrors.yml mirrors (default: every Debezium table topic, "
+                        "<prefix>.<schema>.<table>)")
 
     p = verb("produce", cmd_produce,
              'produce JSON lines {"key": ..., "value": ...} to a topic as Avro (Confluent wire format)')

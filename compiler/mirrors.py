@@ -69,6 +69,9 @@ from zync.tables import raw_table_name, snake
 
 MODELS_FOLDER = Path("models") / "mirrors"
 DELETE_MODES = ("hard", "soft")
+# The settings each kind of entry takes (docs/reference/mirror-yaml.md has a table of each).
+MIRROR_KEYS = frozenset({"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types"})
+PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types"})
 # Columns the mirror adds itself; user columns may not start with this prefix.
 RESERVED_PREFIX = "_zync_"
 # The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
@@ -236,7 +239,7 @@ def _source_ts(path: Path, raw: dict, what: str) -> Text | None:
 
 def _pattern(path: Path, raw: dict, what: str) -> MirrorPattern:
     """A `topics:` entry: checked here, expanded against the broker's topics by expand_patterns."""
-    _check_keys(path, raw, {"topics", "name", "delete", "source-ts", "types"}, what + " (an entry with `topics:`)")
+    _check_keys(path, raw, PATTERN_KEYS, what + " (an entry with `topics:`)")
     text = str(_require(path, raw, "topics", str, what))
     where = _where(path, raw, "topics")
     try:
@@ -265,7 +268,7 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
         raise TransformError(Where(path, getattr(raw, "line", 1)), f"{what}: expected a mapping with model and topic")
     if "topics" in raw:
         return _pattern(path, raw, what)
-    _check_keys(path, raw, {"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types"}, what)
+    _check_keys(path, raw, MIRROR_KEYS, what)
     model = _identifier(path, raw, "model", what)
     topic = _topic(path, raw, "topic", what)
     table = _identifier(path, raw, "table", what) if "table" in raw else raw_table_name(topic)

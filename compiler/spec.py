@@ -211,6 +211,15 @@ def _shape(path: Path, mapping: dict, key: str, what: str) -> Shape:
 
 
 TOLERANCE_KEY = "errors.tolerance"
+# The settings each kind of mapping takes (docs/reference/transform-yaml.md has a table of each).
+FILE_KEYS = frozenset({"inputs", "output", "transforms", "lookups"})
+INPUT_KEYS = frozenset({"topic", "table", "expire-after", TOLERANCE_KEY})
+OUTPUT_KEYS = frozenset({"topic", "model"})
+RULE_KEYS = frozenset({"type", "where", "out", "key", "value", "join"})
+DENORM_KEYS = RULE_KEYS | {"left", "right", "join-on"}
+STATELESS_KEYS = RULE_KEYS | {"in"}
+LOOKUP_KEYS = frozenset({"name", "ref"})
+JOIN_KEYS = frozenset({"lookup", "on"})
 
 
 def _errors_tolerance(path: Path, item: dict) -> str | None:
@@ -255,7 +264,7 @@ def _lookups(path: Path, raw: dict) -> tuple[Lookup, ...]:
     for item in items:
         if not isinstance(item, dict):
             raise TransformError(_where(path, raw, "lookups"), "lookups: each lookup is {name: ..., ref: <seed or model>}")
-        _check_keys(path, item, {"name", "ref"}, "lookup")
+        _check_keys(path, item, LOOKUP_KEYS, "lookup")
         name = _identifier(path, item, "name", "lookup")
         if name.lower() in RESERVED_NAMES:
             raise TransformError(_where(path, item, "name"), f"lookup: {name!r} already names a record or raw column "
@@ -275,7 +284,7 @@ def _joins(path: Path, raw: dict, what: str, lookups: dict[str, Lookup]) -> tupl
     for item in items:
         if not isinstance(item, dict):
             raise TransformError(_where(path, raw, "join"), f"{what}: each join is {{lookup: <name>, on: <equalities>}}")
-        _check_keys(path, item, {"lookup", "on"}, f"{what}: join")
+        _check_keys(path, item, JOIN_KEYS, f"{what}: join")
         name = str(_require(path, item, "lookup", str, f"{what}: join"))
         if name not in lookups:
             known = ", ".join(sorted(lookups)) or "none: add a top-level `lookups:` list"
@@ -295,13 +304,12 @@ def _rule(path: Path, index: int, raw: Any, topics: set[str], output_topic: str,
     if not isinstance(raw, dict):
         raise TransformError(Where(path, getattr(raw, "line", 1)), f"{what}: expected a mapping")
     kind = _require(path, raw, "type", str, what)
-    common = {"type", "where", "out", "key", "value", "join"}
     if kind == "denorm":
-        _check_keys(path, raw, common | {"left", "right", "join-on"}, what)
+        _check_keys(path, raw, DENORM_KEYS, what)
         sides = (_topic(path, raw, "left", what), _topic(path, raw, "right", what))
         join_on = Text(str(_require(path, raw, "join-on", str, what)), _where(path, raw, "join-on"))
     elif kind == "stateless":
-        _check_keys(path, raw, common | {"in"}, what)
+        _check_keys(path, raw, STATELESS_KEYS, what)
         sides, join_on = (_topic(path, raw, "in", what),), None
     else:
         raise TransformError(_where(path, raw, "type"), f"{what}: type must be denorm or stateless", f"type: {kind}")
@@ -350,20 +358,20 @@ def load_transform(path: Path) -> Transform:
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise TransformError(Where(path, 1), "expected a mapping with inputs, output and transforms")
-    _check_keys(path, raw, {"inputs", "output", "transforms", "lookups"}, "transform file")
+    _check_keys(path, raw, FILE_KEYS, "transform file")
     inputs_raw = _require(path, raw, "inputs", list, "transform file")
     inputs = []
     for item in inputs_raw:
         if not isinstance(item, dict):
             raise TransformError(_where(path, raw, "inputs"), "inputs: each input is {topic: ..., table: ...}")
-        _check_keys(path, item, {"topic", "table", "expire-after", TOLERANCE_KEY}, "input")
+        _check_keys(path, item, INPUT_KEYS, "input")
         inputs.append(Input(_topic(path, item, "topic", "input"), _identifier(path, item, "table", "input"),
                             _where(path, item), _expire_after(path, item), _errors_tolerance(path, item)))
     topics = [i.topic for i in inputs]
     if len(set(topics)) != len(topics):
         raise TransformError(_where(path, raw, "inputs"), "inputs: a topic is listed twice")
     output = _require(path, raw, "output", dict, "transform file")
-    _check_keys(path, output, {"topic", "model"}, "output")
+    _check_keys(path, output, OUTPUT_KEYS, "output")
     output_topic = _topic(path, output, "topic", "output")
     model = _identifier(path, output, "model", "output")
     if output_topic in topics:

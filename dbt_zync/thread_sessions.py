@@ -31,6 +31,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
+from zync.spark_internals import clone_session, instantiated_session, session_stopped
+
 _invocations = itertools.count(1)
 _invocation = 0  # the dbt invocation sessions are cloned for
 _invoking_thread: int | None = None  # the thread that invoked it: it runs on the engine's session
@@ -58,7 +60,7 @@ def thread_session(server_side_parameters: dict[str, Any]) -> SparkSession:
     """The session this thread's statements run on in the current dbt invocation."""
     invoking = threading.get_ident() == _invoking_thread
     if not invoking and getattr(_thread, "invocation", None) == _invocation \
-            and _thread.engine is SparkSession._instantiatedSession and _thread.engine._sc._jsc is not None:
+            and _thread.engine is instantiated_session() and not session_stopped(_thread.engine):
         # The clone is current: the builder is not asked again. PySpark's getOrCreate re-applies
         # every setting any builder of the process was given, a Java call per setting (a fifth of
         # a model thread's Python time in a first build of many mirrors), at every statement.
@@ -66,8 +68,7 @@ def thread_session(server_side_parameters: dict[str, Any]) -> SparkSession:
     engine = engine_session(server_side_parameters)
     if invoking:
         return engine
-    # cloneSession is private to Spark's sql package in Scala, public in its bytecode.
-    _thread.session = SparkSession(engine.sparkContext, engine._jsparkSession.cloneSession())
+    _thread.session = clone_session(engine)
     _thread.engine, _thread.invocation = engine, _invocation
     return _thread.session
 

@@ -49,9 +49,10 @@ def arrow_batches(frame) -> Iterator:  # -> Iterator[pyarrow.RecordBatch]
 
     # The RDD's items are Arrow IPC record batch messages without a schema: it is the frame's.
     schema = to_arrow_schema(frame.schema)
-    with SCCallSiteSync(frame._sc), unwrap_spark_exception():
+    context = frame.sparkSession.sparkContext
+    with SCCallSiteSync(context), unwrap_spark_exception():
         batches = java_frame(frame).toArrowBatchRdd()  # runs the shuffle's map stage (reading, encoding)
-        served = jvm_of(frame._sc).PythonRDD.toLocalIteratorAndServe(batches, True)
+        served = jvm_of(context).PythonRDD.toLocalIteratorAndServe(batches, True)
     with unwrap_spark_exception():  # a failed partition job is re-raised by the iterator
         for message in _local_iterator_from_socket(served, NoOpSerializer()):
             yield pa.ipc.read_record_batch(pa.py_buffer(message), schema)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -35,13 +35,12 @@ import pyarrow.compute as pc
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
+from ingest.data_file import NotDecodable
+from ingest.decode import Message
 from ingest.evolution import PROMOTIONS
+from ingest.schemas import WriterSchemas
 from zync.envelope import kafka_struct
 from zync.wire import HEADER
-
-if TYPE_CHECKING:  # both import ingest.table, which imports this module
-    from ingest.decode import Message
-    from ingest.schemas import WriterSchemas
 
 # Logical types fastavro turns into the Python values pyarrow takes for spark-avro's type.
 CONVERTED = {("int", "date"), ("long", "timestamp-millis"), ("long", "timestamp-micros"),
@@ -51,10 +50,6 @@ PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "str
 RAW_COLUMNS = ("kafka", "key", "value")
 GREGORIAN_START = dt.date(1582, 10, 15)
 EARLIEST_TIMESTAMP_MICROS = -2_208_988_800_000_000  # 1900-01-01T00:00:00Z
-
-
-class NotDecodable(Exception):
-    """This batch is not for the Python path: a schema, a value or a type it cannot give exactly as Spark would."""
 
 
 def base_schema(schema: Any, named: set[str] | None = None, namespace: str | None = None) -> Any:

@@ -42,6 +42,12 @@ STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
+class NotDecodable(Exception):
+    """This batch is not for the Python path: a schema, a value or a type it cannot give exactly as Spark would.
+
+    Raised while a batch's rows are built (ingest/arrow_rows.py); the raw table's append
+    (ingest/table.py) then writes nothing and the batch goes to Spark."""
+
 def _stat(value: Any, spark_type: T.DataType) -> Any:
     if isinstance(spark_type, T.TimestampType):  # as Delta writes one: UTC, milliseconds
         return value.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest import data_file
-from ingest.arrow_rows import NotDecodable
+from ingest.data_file import NotDecodable
 from ingest.catalog_entry import register
 from ingest.delta_append import (CONCURRENT_MODIFICATION, TableExistsAtLocationError,
                                  TableMetadata, TableReplacedError, USER_METADATA_SETTING,

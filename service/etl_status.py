@@ -31,7 +31,6 @@ from service.failures import Failures, failures_file
 from service.freshness import freshness_file, read_freshness
 from service.project import MIRROR_BASE_SUFFIX, DbtProject
 from zync.config import Target, project_dir
-from zync.delta_metadata import history
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
@@ -41,6 +40,8 @@ KAFKA_TIMEOUT_S = 5.0
 PENDING_MACRO = "zync_stored_pending"
 # The one definition of a cursor, which the models' runs and the data tests read too.
 CURSORS_MACRO = "zync_cursors"
+# The one definition of a mirror's cursor, which the mirrors' runs read too (JSON, for many tables at once).
+MIRROR_CURSORS_MACRO = "zync_mirror_cursors_json"
 # The status's own dbt artifacts, apart from a hand-run dbt's target/ and zync run's.
 TARGET_PATH = Path("target") / "zync-etl-status"
 # pending_sql(raw table, topic) -> the SQL of an output's pending records of that input
@@ -234,43 +235,43 @@ def transform_status(spark, target: Target, transform, project: DbtProject, kafk
     )
 
 
-def _mirror_cursor(spark, mirror_name: str, table_name: str) -> dict[int, int]:
-    """The cursor the newest zync commit of a mirror's table carries (macros/mirror/cursor/zync_mirror_current_cursor.sql), else its rows'.
+def _mirror_table(spark, target: Target, mirror) -> tuple[str | None, str | None]:
+    """Where a mirror (compiler.mirrors.Mirror) keeps its cursor, and a note: its base; a table under the
+    mirror's own name (made before mirrors had a base; its next run makes it the base); or none yet."""
+    name = _table_name(target, mirror.model)
+    # The base a run folds into (macros/mirror/materialization/zync_mirror_base_relation.sql).
+    base = name + MIRROR_BASE_SUFFIX
+    if spark.catalog.tableExists(base):
+        return base, None
+    if not spark.catalog.tableExists(name):
+        return None, f"not built yet (run `dbt run --select {mirror.model}`)"
+    if spark.catalog.getTable(name).tableType != "VIEW":
+        return name, "stored as a table: its next run makes it the base of a view"
+    # A small first build in `zync run` (macros/mirror/materialization/zync_mirror_defers_base.sql).
+    return None, "a view over every raw change: its first fold makes its base"
 
-    Its commits name the mirror (`mirror_name`), also those of its base (`table_name`).
-    """
-    table = spark.table(table_name)
-    for entry in history(spark, table_name, 20):
-        try:
-            stored = json.loads(entry.user_metadata or "")
-        except ValueError:
-            continue
-        if isinstance(stored, dict) and stored.get("zync_mirror") == mirror_name:
-            return {int(p): int(o) for p, o in stored["cursor"].items()}
-    return {r[0]: r[1] for r in table.groupBy(F.col("_zync_kafka.partition")).agg(F.max("_zync_kafka.offset")).collect()}
+
+def mirror_cursors(project: DbtProject, tables: list[str]) -> dict[str, dict[int, int]]:
+    """Each mirror table's cursor (schema.table -> {partition: offset}) as the mirror's own runs read it
+    (MIRROR_CURSORS_MACRO: the cursor its commits carry, RESTOREs followed, else its rows'); one render for all."""
+    if not tables:
+        return {}
+    if project.manifest is None:
+        project.parse()
+    found = json.loads(project.render_call(MIRROR_CURSORS_MACRO, ",".join(tables)))
+    return {table: {int(p): int(o) for p, o in cursor.items()} for table, cursor in found.items()}
 
 
-def mirror_status(spark, target: Target, source: Path, mirror) -> MirrorStatus:
-    """How far one mirror (compiler.mirrors.Mirror) is behind its raw table."""
-    name, raw_name = _table_name(target, mirror.model), _table_name(target, mirror.table)
+def mirror_status(spark, target: Target, source: Path, mirror, table: str | None, note: str | None,
+                  cursors: dict[str, dict[int, int]]) -> MirrorStatus:
+    """How far one mirror (compiler.mirrors.Mirror) is behind its raw table; `table`, `note`: _mirror_table's."""
+    raw_name = _table_name(target, mirror.table)
     status = MirrorStatus(source, mirror.model, mirror.topic, raw_name)
     if not spark.catalog.tableExists(raw_name):
         return replace(status, note=f"no raw table yet (run `zync from-kafka --topic {mirror.topic}`)")
     latest = {r[0]: r[1] for r in spark.table(raw_name).where(F.col("kafka.topic") == F.lit(mirror.topic))
               .groupBy(F.col("kafka.partition")).agg(F.max("kafka.offset")).collect()}
-    # The base a run folds into (macros/mirror/materialization/zync_mirror_base_relation.sql), or a table
-    # under the mirror's own name (made before mirrors had a base; its next run makes it the base).
-    base = name + MIRROR_BASE_SUFFIX
-    if spark.catalog.tableExists(base):
-        cursor, note = _mirror_cursor(spark, name, base), None
-    elif spark.catalog.tableExists(name):
-        if spark.catalog.getTable(name).tableType != "VIEW":
-            cursor, note = _mirror_cursor(spark, name, name), "stored as a table: its next run makes it the base of a view"
-        else:  # a small first build in `zync run` (macros/mirror/materialization/zync_mirror_defers_base.sql)
-            cursor, note = {}, "a view over every raw change: its first fold makes its base"
-    else:
-        cursor = {}
-        note = f"not built yet (run `dbt run --select {mirror.model}`)"
+    cursor = cursors.get(table, {}) if table else {}
     past = F.col("kafka.offset") > F.coalesce(
         F.create_map(*[F.lit(x) for p, o in cursor.items() for x in (p, o)])[F.col("kafka.partition")]
         if cursor else F.lit(None), F.lit(-1))
@@ -294,10 +295,14 @@ def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[Trans
     spark = spark_session(target)
     # Parsed only when an output table is there to count pending records for; dbt runs on this process's Spark.
     project = DbtProject(project_dir(), target.spark_output_name, TARGET_PATH)
+    places = {(item.path, m.model): _mirror_table(spark, target, m)
+              for item in loaded if isinstance(item, MirrorFile) for m in item.mirrors}
+    cursors = mirror_cursors(project, sorted({table for table, _ in places.values() if table}))
     statuses: list[TransformStatus | MirrorStatus] = []
     for item in loaded:
         if isinstance(item, MirrorFile):
-            statuses += [mirror_status(spark, target, item.path, m) for m in item.mirrors]
+            statuses += [mirror_status(spark, target, item.path, m, *places[item.path, m.model], cursors)
+                         for m in item.mirrors]
         else:
             statuses.append(transform_status(spark, target, item, project, kafka=kafka))
     return statuses

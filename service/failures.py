@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from service.json_file import write_json
 from service.project import TARGET_PATH
 
 
@@ -68,7 +69,4 @@ class Failures(dict[str, Failure]):
             self.save()
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".tmp")
-        partial.write_text(json.dumps({k: asdict(v) for k, v in sorted(self.items())}, indent=1))
-        partial.replace(self.path)
+        write_json(self.path, {k: asdict(v) for k, v in sorted(self.items())}, indent=1)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from service.json_file import write_json
 from service.project import TARGET_PATH
 
 SOURCE_TS = ("value", "source", "ts_ms")  # Debezium's envelope: the source database's commit time (ms)
@@ -238,10 +239,7 @@ def freshness_file(root: Path, target_name: str) -> Path:
 
 
 def write_freshness(path: Path, models: dict[str, dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps({"as_of": time.time(), "models": models}, indent=1))
-    partial.replace(path)
+    write_json(path, {"as_of": time.time(), "models": models}, indent=1)
 
 
 def read_freshness(path: Path) -> dict | None:

@@ -33,7 +33,10 @@ Another process may run any verb or `dbt` meanwhile: a raw table written by
 another ingest makes this one's ingest of it stop and resume from the table
 the next cycle, and an output table another `dbt run` moved is published here.
 
-SIGINT and SIGTERM finish the step under way, then the run exits 0.
+SIGINT and SIGTERM finish the step under way, then the run exits 0; so does
+a stop signal that reached the Spark JVM too (the run's whole process group
+signalled, during its start as well): the step under way is then abandoned,
+as a kill -9 would leave it (service/stop_signals.py).
 
 The Spark driver JVM is this process's child. If it dies (killed, out of
 memory), nothing more can run here, and a stage failing on it must not be
@@ -51,7 +54,6 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,13 +63,16 @@ from ingest.table import PARQUET_SETTINGS
 from service.compaction import (COMPACT_AFTER_COMMITS, compact, compaction_due_after, compaction_state,
                                 compactions_per_cycle)
 from service.discovery import TopicDiscovery
+from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
 from service.freshness import freshness_file
 from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
+from service.json_file import write_json
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
+from service.stop_signals import PY4J_SEND_FAILED, stopped_with_the_engine
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
 from service.versions import TableVersion, TableVersions
@@ -77,7 +82,7 @@ from zync import kafka_client
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.progress import Progress, StageReport
-from zync.spark import session_conf, spark_session
+from zync.spark import spark_session
 from zync.spark_internals import driver_process
 
 DEFAULT_INTERVAL_S = 1.0
@@ -87,59 +92,10 @@ WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
 
 
-ADAPTIVE_EXECUTION = "spark.sql.adaptive.enabled"
-
-
-@contextmanager
-def without_adaptive_execution(spark):
-    """Spark's adaptive query execution off for the block, as it was after.
-
-    A cycle's models run over what arrived since the last cycle: small inputs,
-    where AQE's re-planning after every shuffle stage of the output model's
-    plan costs more than it saves. Measured on this project's 2-core machine
-    (~1,200 events per cycle, three alternations): the model's query 2.4-2.6 s
-    instead of 3.4-4.3 s, its INSERT 5.2-5.5 s instead of 6.3-7.7 s. Only this
-    process's dbt stage: a hand-run `dbt run` keeps the session's setting.
-    """
-    with session_conf(spark, {ADAPTIVE_EXECUTION: "false"}):
-        yield
-
-
-# A small run's statements run interpreted: no Java code is generated and compiled for them.
-WHOLE_STAGE_CODEGEN, CODEGEN_FACTORY = "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode"
+# Which runs are small: they run on small_run_engine (service/engine_settings.py).
 SMALL_RUN_ROWS = 20_000  # rows new to a model's raw tables since its last run here, at most
 # A mirror's first build is small only over a raw table of this few commits, each read to count its rows.
 FIRST_BUILD_COMMITS = 20
-
-
-@contextmanager
-def interpreted(spark):
-    """Spark's whole-stage code generation and its generated expressions off for the block, as they were after.
-
-    Spark compiles Java for every stage and most expressions of a query, and
-    caches the classes by their code; but the cursors' offsets are literals in
-    an output model's plan, so every run's code differs and compiles anew
-    (Spark's CodegenMetrics: ~200 classes for the invoices model's INSERT,
-    ~40 for its two caches of pending records, every run), which costs a run
-    of a few events more than its rows cost interpreted. Measured on this
-    project's 2-core machine (`bench/cycle_probe.py --cycles 8 --events 4
-    --alt small=off --alt small=on`, alternating, alone): the writing run
-    4.8-8.6 s instead of 8.5-12.7 s, its INSERT 2.7-4.7 s instead of 5.4-7.5 s,
-    the two caches 0.9-1.8 s instead of 1.3-2.8 s; still ahead at 20,000
-    events a cycle (INSERT 5.2-5.8 s against 7.2-7.7 s). Only for small runs
-    (Service.small_models); a backfill keeps the compiled plan. The factory
-    mode is an internal Spark setting (NO_CODEGEN: the interpreted projections,
-    predicates and orderings Spark falls back to when code does not compile).
-    """
-    with session_conf(spark, {WHOLE_STAGE_CODEGEN: "false", CODEGEN_FACTORY: "NO_CODEGEN"}):
-        yield
-
-
-@contextmanager
-def small_run_engine(spark):
-    """How `zync run` executes a small run of an output model: interpreted, adaptive execution off."""
-    with without_adaptive_execution(spark), interpreted(spark):
-        yield
 
 
 class NothingToRunError(ZyncError):
@@ -202,10 +158,7 @@ class RanAt(dict):
             self[model] = {t: TableVersion(*v) if v is not None else None for t, v in tables.items()}
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".tmp")
-        partial.write_text(json.dumps(self, indent=1, sort_keys=True))
-        partial.replace(self.path)
+        write_json(self.path, self, indent=1, sort_keys=True)
 
 
 class Service:
@@ -215,7 +168,8 @@ class Service:
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
                  folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
                  stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S,
-                 warm_up: bool = True):
+                 warm_up: bool = True, stopping: threading.Event | None = None):
+        """`stopping`: set by a stop signal that came before the run (service/stop_signals.py), shared with it."""
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -258,7 +212,7 @@ class Service:
         self.backoff: dict[str, Backoff] = {}
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
-        self.stopping = threading.Event()
+        self.stopping = stopping if stopping is not None else threading.Event()
         # The first cycle also warms the engine (see warm_up), then the run says it is ready.
         self.warm_up_first = warm_up
         self.warmed_in: float | None = None  # seconds the warm-up took, if it ran
@@ -330,7 +284,7 @@ class Service:
 
     def _quiet_dead_engine(self, record: logging.LogRecord) -> bool:
         """Drop py4j's traceback (root logger) for each call that met a dead JVM: EngineDiedError says it once."""
-        if record.getMessage() != "Exception while sending command.":
+        if record.getMessage() != PY4J_SEND_FAILED:
             return True
         # The socket's reset can reach py4j before the kernel reports the killed JVM's exit (the CI run
         # saw it): give the exit a moment to show before deciding the JVM is alive.
@@ -846,6 +800,17 @@ class Service:
             if self._arrived():
                 return
 
+    def _stopped_with_engine(self) -> bool:
+        """Whether the engine ended because a stop signal reached it too, before this process's own
+        handler ran (the run's process group signalled)."""
+        died = engine_exit_status(self.spark)
+        return stopped_with_the_engine(self.stopping, died[1] if died else None)
+
+    def _abandoned(self, error: Exception) -> None:
+        first = (str(error) or type(error).__name__).splitlines()[0][:300]
+        self.status.note(f"stopping: the step under way was abandoned ({first}); the next start resumes every "
+                         "stage where its tables and topics stand", abandoned=first)
+
     def stop(self, *_args) -> None:
         """Finish the step under way, then end (the signal handler)."""
         self.stopping.set()
@@ -880,18 +845,23 @@ class Service:
             while not self.stopping.is_set():
                 try:
                     reports = self.cycle()
-                except EngineDiedError:
-                    raise
+                    if once and not (self.rerun and reports):
+                        break
+                    if not reports:
+                        self.wait()
                 except Exception as e:
+                    if self.stopping.is_set() or self._stopped_with_engine():
+                        # Asked to stop: what the step met then (most often the JVM the same signal
+                        # ended) ends the step, not the run.
+                        self._abandoned(e)
+                        break
                     # Py4J's errors from a dead JVM (a refused connection) are not zync's: say what happened.
-                    died = self._engine_died()
+                    died = e if isinstance(e, EngineDiedError) else self._engine_died()
                     if died is None:
                         raise
+                    if died is e:
+                        raise
                     raise died from e
-                if once and not (self.rerun and reports):
-                    break
-                if not reports:
-                    self.wait()
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
             self.fold_all = False

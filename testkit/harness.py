@@ -21,12 +21,14 @@ class RunProcess:
     """One `zync run` process of a project, its log in a file."""
 
     def __init__(self, project: InvoicesProject, log: Path, target: str = "local", options: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None):
+                 own_group: bool = False, env: dict[str, str] | None = None):
+        """own_group: in a process group of its own, as a supervisor starts it (signal_group reaches it alone);
+        env: added to this process's environment."""
         self.log = log
         with log.open("a") as out:
             self.process = subprocess.Popen(
                 [str(BIN / "zync"), "run", "--interval", "1s", "--target", target, *options], cwd=project.path,
-                stdout=out, stderr=out,
+                stdout=out, stderr=out, start_new_session=own_group,
                 env={**os.environ, "ZYNC_PROJECT_DIR": str(project.path), **(env or {})})
 
     def cycles(self) -> int:
@@ -41,6 +43,10 @@ class RunProcess:
     def terminate(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(WAIT_S)
+
+    def signal_group(self, sig: int = signal.SIGTERM) -> None:
+        """Signal the run's whole process group, its Spark JVM with it (systemd's KillMode=control-group)."""
+        os.killpg(self.process.pid, sig)
 
 
 def engine_pid(pid: int) -> int | None:

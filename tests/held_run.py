@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from zync.spark_internals import jvm_of
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HELD_PREFIX = "zync.test.held."
@@ -71,7 +73,7 @@ class HeldRun:
 
     def wait_until_held(self, spark, timeout: float = 120) -> None:
         """Wait until every held model has rendered (read) and holds, its run still going."""
-        jvm = spark.sparkContext._jvm
+        jvm = jvm_of(spark)
         self.wait_until(lambda: all(jvm.System.getProperty(held_property(m)) for m in self.models),
                         "its hold", timeout)
         for model in self.models:

@@ -141,3 +141,31 @@ def context_running() -> bool:
     from pyspark import SparkContext
 
     return SparkContext._active_spark_context is not None
+
+
+def instantiated_session() -> SparkSession | None:
+    """The session PySpark's builder would return, read without asking the builder: getOrCreate
+    re-applies every setting any builder of the process was given, a Java call per setting."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession._instantiatedSession
+
+
+def session_stopped(spark: SparkSession) -> bool:
+    """Whether `spark` was stopped: stop() clears its context's Java handle, and PySpark has no
+    public way to ask."""
+    return spark.sparkContext._jsc is None
+
+
+def clone_session(spark: SparkSession) -> SparkSession:
+    """A new session on `spark`'s context with a copy of its settings and temporary views: the JVM's
+    cloneSession, private to Spark's sql package in Scala, public in its bytecode."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession(spark.sparkContext, java_session(spark).cloneSession())
+
+
+def java_array(spark: SparkSession, element_type: JavaClass, length: int) -> JavaObject:
+    """A new JVM array of `length` elements of `element_type` (e.g. `jvm_of(spark).double`), for a
+    Java method that takes one: py4j makes arrays only through the gateway, which PySpark keeps private."""
+    return spark.sparkContext._gateway.new_array(element_type, length)

@@ -2,7 +2,7 @@
 with demo-shaped data. Tables and topics are prefixed dbtn_/dbtn so that they never meet the demo's.
 
 The scratch project's dbt commands execute as `zync run` executes a small run of an output model
-(service/run.py: `small_run_engine`, interpreted, adaptive execution off), as tests/etl's do: what
+(service/engine_settings.py: `small_run_engine`, interpreted, adaptive execution off), as tests/etl's do: what
 these tests assert (data tests, run log, freshness) does not depend on the plan, and the compiled
 plan of a hand-run `dbt run` is what tests/integration, tests/service, tests/cluster and
 tests/debezium run.
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from service.run import small_run_engine
+from service.engine_settings import small_run_engine
 from testkit.scratch import ROOT, ScratchProject, make_scratch_project, run_dbt
 
 DEMO = ROOT / "demo" / "invoices"

@@ -118,16 +118,28 @@ def test_a_mirror_file_shows_each_mirrors_cursor_and_lag(spark, target, transfor
     base = tables.table("invoices_mirror") + "__base"
     spark.sql(f"create table {base} (ID int, `_zync_kafka` struct<topic: string, "
               "partition: int, offset: bigint, timestamp: timestamp>) using delta")
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata",
-                   f'{{"zync_mirror": "{tables.table("invoices_mirror")}", "cursor": {{"0": 1}}}}')
-    try:
-        spark.sql(f"insert into {base} values (1, null)")
-    finally:
-        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    def commit_carrying(offset: int) -> int:
+        spark.conf.set("spark.databricks.delta.commitInfo.userMetadata",
+                       f'{{"zync_mirror": "{tables.table("invoices_mirror")}", "cursor": {{"0": {offset}}}}}')
+        try:
+            spark.sql(f"insert into {base} values (1, null)")
+        finally:
+            spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        return spark.sql(f"describe history {base} limit 1").first()["version"]
+
+    past_one = commit_carrying(1)
     (status,) = etl_status.collect(target, [mirror_file], kafka=False)
     # Offsets 2 and 3 are not folded: the mirror's view applies them over its base.
     assert [(p.partition, p.cursor, p.latest_offset, p.behind, p.not_folded) for p in status.partitions] == [
         (0, 1, 3, 2, 2)]
+    # A fold past offset 3, then the base restored to the version before it: the mirror's next run reads
+    # from offset 2 again (macros/mirror/cursor/zync_mirror_committed_cursor.sql), and so does the status.
+    commit_carrying(3)
+    (folded,) = etl_status.collect(target, [mirror_file], kafka=False)
+    assert [(p.cursor, p.not_folded) for p in folded.partitions] == [(3, 0)]
+    spark.sql(f"restore table {base} to version as of {past_one}")
+    (restored,) = etl_status.collect(target, [mirror_file], kafka=False)
+    assert [(p.cursor, p.not_folded) for p in restored.partitions] == [(1, 2)]
     # Transform files and mirror files are read alike (the default set holds both).
     assert main(["etl", "status", "--no-kafka", str(transform_file), str(mirror_file)]) == 0
     printed = capsys.readouterr().out

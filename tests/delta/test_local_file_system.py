@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from zync.spark_internals import java_class
+from zync.spark_internals import java_class, java_context
 
 FILE_SYSTEM = "zync.fs.ProcessFreeLocalFileSystem"
 
@@ -23,7 +23,7 @@ def _path(spark, path) -> object:
 
 @pytest.fixture(scope="module")
 def file_systems(spark):
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf = java_context(spark).hadoopConfiguration()
     ours = java_class(spark, "org.apache.hadoop.fs.FileSystem").get(
         java_class(spark, "java.net.URI")("file:///"), conf)
     hadoops = java_class(spark, "org.apache.hadoop.fs.RawLocalFileSystem")()

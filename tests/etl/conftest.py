@@ -1,7 +1,7 @@
 """Fixtures for the ETL tests: scratch dbt projects over raw tables written directly by Spark.
 
 Their dbt runs execute as `zync run` executes a small run of an output model
-(service/run.py: `small_run_engine`, interpreted, adaptive execution off),
+(service/engine_settings.py: `small_run_engine`, interpreted, adaptive execution off),
 which is how most runs of an output model execute in production; the
 compiled plan of a hand-run `dbt run` is what tests/integration,
 tests/service, tests/cluster and tests/debezium run.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.run import small_run_engine
+from service.engine_settings import small_run_engine
 from testkit.scratch import ScratchProject, make_scratch_project
 
 

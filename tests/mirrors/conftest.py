@@ -3,7 +3,7 @@
 Test mirrors never touch the project's committed models: each test compiles
 its own `mirrors:` file into a scratch project (testkit/scratch.py).
 
-Their dbt commands run interpreted with adaptive execution off (service/run.py:
+Their dbt commands run interpreted with adaptive execution off (service/engine_settings.py:
 small_run_engine, as tests/etl's and tests/dbt_native's do): what a mirror
 holds does not depend on the plan, and code generation costs these small runs
 more than their rows do. The compiled plan of a mirror's run stays covered by
@@ -18,7 +18,7 @@ import datetime
 
 from pyspark.sql import types as T
 
-from service.run import small_run_engine
+from service.engine_settings import small_run_engine
 from testkit.scratch import ScratchProject, drop_relation, make_scratch_project
 from zync.envelope import raw_row_schema as row_schema
 

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import types as T
 
-from ingest.arrow_rows import ArrowRows, NotDecodable, _null_in_required, base_schema
+from ingest.arrow_rows import ArrowRows, _null_in_required, base_schema
+from ingest.data_file import NotDecodable
 from ingest.data_file import not_writable, statistics
 from ingest.decode import Message
 from zync.envelope import raw_row_schema
