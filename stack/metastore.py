@@ -114,6 +114,13 @@ def _write_config(target: Target) -> None:
         f"appender.file.fileName = {folder() / (NAME + '.log')}",
         "appender.file.layout.type = PatternLayout",
         "appender.file.layout.pattern = %d{ISO8601} %p %c{1}: %m%n%ex",
+        # A client that disconnects (every Spark process, at its end) is logged as an error with a
+        # stack trace by Thrift's server; the handler logs the errors of calls themselves.
+        "logger.thrift.name = org.apache.thrift.server.TThreadPoolServer",
+        "logger.thrift.level = off",
+        # A lookup of a table or database that does not exist (CREATE ... IF NOT EXISTS) is a warning here.
+        "logger.store.name = org.apache.hadoop.hive.metastore.ObjectStore",
+        "logger.store.level = error",
         "",
     ]))
 
