@@ -27,9 +27,11 @@ BIN = ROOT / ".venv" / "bin"
 
 @pytest.fixture(scope="module")
 def service(target):
-    services.up(target, metastore=True, only={"postgres", metastore.NAME})
+    # PostgreSQL may already run for tests/debezium; stopped after only when started here.
+    started = {metastore.NAME} | ({"postgres"} if postgres.service().pid() is None else set())
+    services.up(target, metastore=True, only=started)
     yield metastore.uri()
-    services.down(target, only={metastore.NAME})
+    services.down(target, only=started)
 
 
 def spark_process(uri: str, *args: str) -> dict:
