@@ -41,17 +41,18 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=2000, help="lookups in each catalog, over all blocks")
     parser.add_argument("--views", type=int, default=100, help="CREATE VIEW and DROP VIEW in each catalog")
     parser.add_argument("--blocks", type=int, default=8, help="blocks the catalogs alternate in (ABBA...)")
-    parser.add_argument("--serve", choices=("worker",), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", metavar="SCHEMA", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve()
+        serve(args.serve)
         return
     with own_stack(STATE, PORTS, "--metastore"):
         run(args)
 
 
-def serve() -> None:
-    """One catalog's Spark process: answers `lookups N` and `views FIRST COUNT` lines with JSON lines."""
+def serve(schema: str) -> None:
+    """One catalog's Spark process: answers `lookups N` and `views FIRST COUNT` lines with JSON lines.
+    Its database is its own: both catalogs place tables in the one warehouse."""
     import time
 
     from testkit.catalog import metastore_calls, table_identifier
@@ -60,10 +61,10 @@ def serve() -> None:
     from zync.spark_internals import java_class, java_session
 
     spark = spark_session(load_target(None))
-    spark.sql(f"create database if not exists {SCHEMA}")
-    spark.sql(f"create table if not exists {SCHEMA}.t (id bigint, name string) using delta")
+    spark.sql(f"create database if not exists {schema}")
+    spark.sql(f"create table if not exists {schema}.t (id bigint, name string) using delta")
     catalog = java_class(spark, "zync.catalog.OneLookupSessionCatalog")(java_session(spark).sessionState().catalog())
-    identifier = table_identifier(spark, SCHEMA, "t")
+    identifier = table_identifier(spark, schema, "t")
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         kind, *numbers = line.split()
@@ -78,8 +79,8 @@ def serve() -> None:
             first, count = map(int, numbers)
             figures: dict[str, list[list[float]]] = {"create": [], "drop": []}
             for number in range(first, first + count):
-                for step, text in (("create", f"create view {SCHEMA}.v{number} as select id, name from {SCHEMA}.t"),
-                                   ("drop", f"drop view {SCHEMA}.v{number}")):
+                for step, text in (("create", f"create view {schema}.v{number} as select id, name from {schema}.t"),
+                                   ("drop", f"drop view {schema}.v{number}")):
                     calls, started = metastore_calls(spark), time.perf_counter()
                     spark.sql(text)
                     figures[step].append([1000 * (time.perf_counter() - started), metastore_calls(spark) - calls])
@@ -87,9 +88,9 @@ def serve() -> None:
 
 
 class Worker:
-    def __init__(self, service_uri: str):
+    def __init__(self, service_uri: str, schema: str):
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--serve", "worker"], cwd=ROOT,
+            [sys.executable, str(Path(__file__).resolve()), "--serve", schema], cwd=ROOT,
             env={**os.environ, "ZYNC_METASTORE_URI": service_uri}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True)
         self.ask("")
@@ -115,7 +116,7 @@ def spread(values: list[float]) -> str:
 def run(args: argparse.Namespace) -> None:
     from stack import metastore
 
-    workers = {CATALOGS[0]: Worker(""), CATALOGS[1]: Worker(metastore.uri())}
+    workers = {CATALOGS[0]: Worker("", f"{SCHEMA}_derby"), CATALOGS[1]: Worker(metastore.uri(), f"{SCHEMA}_service")}
     try:
         lookups = max(1, args.lookups // args.blocks)
         views = max(1, args.views // args.blocks)
