@@ -36,6 +36,9 @@ LAUNCHER = Path("jvm") / "metastore" / "LoopbackMetaStore.java"
 # Folders under .local/jars whose jars join pyspark's on the server's class path: a warehouse on
 # another file system (s3a://) needs its Hadoop connector here, as Spark's processes do.
 JAR_FOLDERS: tuple[str, ...] = ("postgres",)
+# Spark's Hadoop settings (spark.hadoop.<name>) the server takes too, so that it reaches the
+# warehouse's file system as Spark does. Its environment is zync's own (credentials included).
+HADOOP_SETTINGS: tuple[str, ...] = ("fs.s3a.",)
 
 
 def port() -> int:
@@ -82,8 +85,16 @@ def warehouse(target: Target) -> str:
     return location
 
 
+def hadoop_settings(target: Target) -> dict[str, str]:
+    """The target's spark.hadoop.* settings named in HADOOP_SETTINGS, without their prefix."""
+    prefix = "spark.hadoop."
+    return {key[len(prefix):]: value for key, value in target.spark_conf.items()
+            if key.startswith(prefix) and key[len(prefix):].startswith(HADOOP_SETTINGS)}
+
+
 def settings(target: Target) -> dict[str, str]:
     return {
+        **hadoop_settings(target),
         "javax.jdo.option.ConnectionURL": f"jdbc:postgresql://{LOOPBACK}:{postgres.port()}/{DATABASE}",
         "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
         "javax.jdo.option.ConnectionUserName": postgres.USER,

@@ -68,9 +68,27 @@ def dbt_project(folder: Path, schema: str, model: str) -> Path:
     return folder
 
 
-def test_status_shows_the_service(target, service):
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as the kernel lists them) of the sockets listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            address, _, hex_port = local.rpartition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_the_service_listens_on_loopback_only_with_its_config_private(target, service):
     line = next(line for line in services.status(target) if line.startswith(f"{metastore.NAME}:"))
     assert f"up on 127.0.0.1:{os.environ['ZYNC_METASTORE_PORT']}" in line
+    # 127.0.0.1, or the same as an IPv4-mapped IPv6 address; Hive's own main listens on every address.
+    assert listening_addresses(metastore.port()) <= {"0100007F", "0000000000000000FFFF00000100007F"}
+    assert listening_addresses(metastore.port())
+    site = metastore.folder() / "conf" / "hive-site.xml"
+    assert site.stat().st_mode & 0o077 == 0  # it holds the database password
+    assert f"<value>{target.spark_conf['spark.sql.warehouse.dir']}</value>" in site.read_text()
 
 
 def test_tables_and_views_one_process_makes_another_uses_after_a_restart(target, service, tmp_path):
@@ -85,8 +103,12 @@ def test_tables_and_views_one_process_makes_another_uses_after_a_restart(target,
     assert made["metastore_uris"] == service
     assert made["session_catalog"] == "zync.catalog.OneLookupDeltaCatalog"
     assert made["rows"] == {f"select count(*) from {schema}.t": [[5]]}
-    # In PostgreSQL, not in this session's Derby.
+    # In PostgreSQL, not in this session's Derby; the data in Spark's warehouse.
     assert tables_in(schema) == {"t": "MANAGED_TABLE", "v": "VIRTUAL_VIEW"}
+    [location] = [r["LOCATION"] for r in catalog_rows(
+        'select s."LOCATION" from "TBLS" t join "SDS" s on s."SD_ID" = t."SD_ID" '
+        f"join \"DBS\" d on d.\"DB_ID\" = t.\"DB_ID\" where d.\"NAME\" = '{schema}' and t.\"TBL_NAME\" = 't'")]
+    assert location == f"file:{target.spark_conf['spark.sql.warehouse.dir']}/{schema}.db/t"
 
     services.down(target, only={metastore.NAME})
     services.up(target, metastore=True, only={metastore.NAME})
