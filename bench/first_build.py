@@ -1,7 +1,7 @@
 """Benchmark: a whole database's first mirror build, dbt's models one at a time against several at once.
 
     .venv/bin/python bench/first_build.py [--tables 40] [--rows 2000]
-        [--rounds 4] [--threads 4] [--compare threads|codegen|base] [--seed 1]
+        [--rounds 4] [--threads 4] [--compare threads|codegen|base] [--seed 1] [--catalog derby|service]
 
 One command, alone on the machine: its own Kafka, registry and catalog (state folder
 .local/bench-first-build-state, ports of its own), stopped at the end. It makes one database of
@@ -23,6 +23,8 @@ adaptive execution off, dbt's relation cache by name). The rounds alternate two 
 - base: each mirror's base table and its view, as a plain `dbt run` builds a mirror;
 - view: each mirror's view alone, over its raw changes, what `zync run` makes of a small first
   build (dbt var zync_mirror_defer_base; service/run.py first_views).
+--catalog service runs it all on the catalog as a service (`zync up --metastore`, ZYNC_METASTORE_URI)
+instead of Derby's embedded catalog (derby, the default).
 A first round over a few mirrors, each design once, warms the engine untimed.
 Printed: each round's seconds and seconds a mirror, every mirror's row count checked against the
 snapshot, and each design's median.
@@ -44,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 from bench.bootstrap import order  # noqa: E402
 from bench.own_stack import own_stack  # noqa: E402
 STATE = ROOT / ".local" / "bench-first-build-state"
-PORTS = {"ZYNC_KAFKA_PORT": "24692", "ZYNC_REGISTRY_PORT": "24681", "ZYNC_CATALOG_PORT": "24827"}
+PORTS = {"ZYNC_KAFKA_PORT": "24692", "ZYNC_REGISTRY_PORT": "24681", "ZYNC_CATALOG_PORT": "24827",
+         "ZYNC_POSTGRES_PORT": "24832", "ZYNC_METASTORE_PORT": "24883"}
 SERVER = "fb"
 WARM_UP_MIRRORS = 6
 
@@ -59,10 +62,16 @@ def main() -> None:
                         help="the two designs: one thread against --threads, compiled against interpreted, "
                              "or a base and a view against a view alone")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--catalog", choices=("derby", "service"), default="derby",
+                        help="Derby's catalog, each process's embedded client, or the metastore service")
     args = parser.parse_args()
     if args.compare == "threads" and args.threads < 2:
         raise SystemExit("--threads must be 2 or more: the other design is one thread")
-    with own_stack(STATE, PORTS):
+    with own_stack(STATE, PORTS, *(("--metastore",) if args.catalog == "service" else ())):
+        if args.catalog == "service":
+            from stack import metastore
+
+            os.environ["ZYNC_METASTORE_URI"] = metastore.uri()
         run(args)
 
 

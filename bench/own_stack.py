@@ -17,11 +17,12 @@ def zync(*args: str) -> subprocess.CompletedProcess:
 
 
 @contextmanager
-def own_stack(state: Path, ports: dict[str, str]) -> Iterator[None]:
-    """`zync up` in `state` (emptied first) on `ports` for the block, `zync down` after it, however it ends."""
+def own_stack(state: Path, ports: dict[str, str], *up_args: str) -> Iterator[None]:
+    """`zync up [up_args]` in `state` (emptied first) on `ports` for the block, `zync down` after it,
+    however it ends."""
     os.environ.update({**ports, "ZYNC_STATE_DIR": str(state), "ZYNC_TARGET": "local", "ZYNC_PROJECT_DIR": str(ROOT)})
     shutil.rmtree(state, ignore_errors=True)
-    up = zync("up")
+    up = zync("up", *up_args)
     if up.returncode != 0:
         raise SystemExit(f"zync up failed:\n{up.stdout}{up.stderr}")
     try:

@@ -31,7 +31,8 @@ def _target(args: argparse.Namespace) -> Target:
 def cmd_up(args: argparse.Namespace) -> None:
     from stack import services  # the local stack: only these verbs need it
 
-    for line in services.up(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3):
+    for line in services.up(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3,
+                            metastore=args.metastore):
         print(line)
     if args.s3:
         from stack import s3
@@ -49,7 +50,8 @@ def cmd_down(args: argparse.Namespace) -> None:
 def cmd_status(args: argparse.Namespace) -> None:
     from stack import services  # the local stack: only these verbs need it
 
-    for line in services.status(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3):
+    for line in services.status(_target(args), connect=args.connect, cluster=args.cluster, object_store=args.s3,
+                                metastore=args.metastore):
         print(line)
 
 
@@ -194,8 +196,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--s3", action="store_true",
                    help="also start an S3-compatible server (S3Proxy, $ZYNC_S3_PORT, default 19000) with bucket "
                         "'zync', and print the settings that keep the warehouse on it; see docs/object-storage.md")
-    p = verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect "
-                               "and the Spark cluster if running)")
+    p.add_argument("--metastore", action="store_true",
+                   help="also start PostgreSQL and the catalog as a service: Hive's metastore over Thrift "
+                        "($ZYNC_METASTORE_PORT, default 19083), its database in PostgreSQL; Spark uses it when "
+                        "ZYNC_METASTORE_URI=thrift://127.0.0.1:19083; see docs/configuration.md")
+    p = verb("down", cmd_down, "stop the embedded services (Kafka, registry, catalog, and PostgreSQL, Connect, "
+                               "the S3 server, the metastore service and the Spark cluster if running)")
     p.add_argument("--purge", action="store_true",
                    help="then delete the state folder ($ZYNC_STATE_DIR, default .local/state): topics, schemas, "
                         "tables and PostgreSQL's data, also where it lives outside it when zync runs as root")
@@ -206,6 +212,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", action="store_true",
                    help="list the Spark cluster's master, worker and Thrift Server even if never started here")
     p.add_argument("--s3", action="store_true", help="list the S3-compatible server even if never started here")
+    p.add_argument("--metastore", action="store_true",
+                   help="list PostgreSQL and the metastore service even if they were never started here")
     p = verb("run", cmd_run, "the service: ingest every input topic, dbt run the models whose inputs moved, "
                              "publish new out rows; again and again in one warm engine (SIGTERM/Ctrl-C: "
                              "finish the step, exit 0)")

@@ -19,7 +19,6 @@ import click
 from dbt.flags import get_flags
 from dbt.plugins.manager import dbtPlugin
 
-from zync.config import catalog_address
 from zync.spark import check_catalog
 
 # Commands that never open a Spark connection.
@@ -41,7 +40,7 @@ class ZyncCatalogCheck(dbtPlugin):
         credentials = _session_credentials()
         if credentials is not None:
             # A ZyncError here becomes dbt's own error, printed without a traceback.
-            check_catalog(catalog_address(credentials.server_side_parameters or {}))
+            check_catalog(credentials.server_side_parameters or {})
 
 
 class ZyncThreadSessions(dbtPlugin):

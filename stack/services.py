@@ -1,5 +1,6 @@
 """`zync up / down / status`: the embedded single-node KRaft broker, Apicurio Registry and catalog,
-and with `--connect` PostgreSQL and a Kafka Connect worker with Debezium.
+with `--connect` PostgreSQL and a Kafka Connect worker with Debezium, and with `--metastore`
+PostgreSQL and the catalog as a service (Hive's metastore over Thrift, stack/metastore.py).
 
 The catalog is Apache Derby's network server holding the Hive metastore
 database that every Spark process of the local target shares.
@@ -26,6 +27,7 @@ from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechani
 
 from stack import cluster as spark_cluster
 from stack import connect_worker, local_security, postgres, s3
+from stack import metastore as hive_metastore
 from stack.processes import Service, java
 from zync.config import Target, load_target, local_dir, project_dir, state_dir
 from zync.errors import ZyncError
@@ -85,7 +87,7 @@ def registry_service(target: Target) -> Service:
 
 def catalog_service(target: Target) -> Service | None:
     """Derby's network server for the metastore database the target's Spark reaches over JDBC (None: no such URL)."""
-    address = target.catalog_address
+    address = target.derby_address
     if address is None:
         return None
     host, port = address
@@ -271,19 +273,30 @@ def s3_services() -> list[Service]:
     return [s3.service()]
 
 
+def metastore_services(target: Target) -> list[Service]:
+    """PostgreSQL and the metastore service (`zync up --metastore`), in start order."""
+    return [postgres.service(), hive_metastore.service(target)]
+
+
+def _unique(services_: list[Service]) -> list[Service]:
+    """Each service once (PostgreSQL serves both Connect and the metastore), in first-seen order."""
+    names: set[str] = set()
+    return [s for s in services_ if not (s.name in names or names.add(s.name))]
+
+
 def cluster_services() -> list[Service]:
     """The local Spark cluster (`zync up --cluster`): master, worker, Thrift Server, in start order."""
     return spark_cluster.services()
 
 
-def _all(target: Target, connect: bool, cluster: bool = False, object_store: bool = False) -> list[Service]:
-    """The services to act on: the broker, registry and catalog, and PostgreSQL and Connect, the S3
-    server and the Spark cluster, when asked for or when they were ever started here (their state
-    folder exists)."""
-    extra = connect_services(target)
-    if not connect:
-        extra = [s for s in extra if s.folder.exists()]
+def _all(target: Target, connect: bool, cluster: bool = False, object_store: bool = False,
+         metastore: bool = False) -> list[Service]:
+    """The services to act on: the broker, registry and catalog, PostgreSQL, Connect, the S3 server and
+    the metastore service, and the Spark cluster, when asked for or when they were ever started here
+    (their state folder exists)."""
+    extra = [s for s in connect_services(target) if connect or s.folder.exists()]
     extra += [s for s in s3_services() if object_store or s.folder.exists()]
+    extra = _unique(extra + [s for s in metastore_services(target) if metastore or s.folder.exists()])
     # The cluster's settings come from the `cluster` target: read only when the cluster is asked
     # for or was started here, so a project without that target keeps its `zync up`.
     started = any((state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES)
@@ -293,14 +306,16 @@ def _all(target: Target, connect: bool, cluster: bool = False, object_store: boo
 
 # Start order: each phase waits for the one before (Connect needs the broker's topics; the worker
 # needs the master; the Thrift Server needs the worker's executors and the catalog).
-_LATER_PHASES = (("connect", "spark-master"), ("spark-worker",), ("thrift-server",))  # stack.cluster.SERVICE_NAMES
+# The metastore service needs PostgreSQL, which starts in the first phase.
+_LATER_PHASES = (("connect", "spark-master", hive_metastore.NAME), ("spark-worker",), ("thrift-server",))
 
 
 def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False,
-       object_store: bool = False) -> list[str]:
+       object_store: bool = False, metastore: bool = False) -> list[str]:
     """Start what is not running (of `only`, default all), wait until everything answers; return status lines."""
-    wanted = services(target) + (connect_services(target) if connect else []) + (
-        s3_services() if object_store else []) + (cluster_services() if cluster else [])
+    wanted = _unique(services(target) + (connect_services(target) if connect else []) + (
+        s3_services() if object_store else []) + (metastore_services(target) if metastore else []) + (
+        cluster_services() if cluster else []))
     wanted = [s for s in wanted if only is None or s.name in only]
     later = {name for phase in _LATER_PHASES for name in phase}
     phases = [[s for s in wanted if s.name not in later],
@@ -322,7 +337,7 @@ def up(target: Target, connect: bool = False, only: set[str] | None = None, clus
                 _ensure_scram_user(service)
             if service.name == s3.NAME:
                 s3.ensure_bucket()
-    return status(target, connect, cluster, object_store)
+    return status(target, connect, cluster, object_store, metastore)
 
 
 def down(target: Target, only: set[str] | None = None) -> list[str]:
@@ -366,9 +381,10 @@ def purge(target: Target) -> list[str]:
     return lines
 
 
-def status(target: Target, connect: bool = False, cluster: bool = False, object_store: bool = False) -> list[str]:
+def status(target: Target, connect: bool = False, cluster: bool = False, object_store: bool = False,
+           metastore: bool = False) -> list[str]:
     lines = []
-    for service in _all(target, connect, cluster, object_store):
+    for service in _all(target, connect, cluster, object_store, metastore):
         pid = service.pid()
         if pid is None:
             lines.append(f"{service.name}: not running (port {service.port})")

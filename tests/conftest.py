@@ -26,6 +26,8 @@ os.environ.setdefault("ZYNC_POSTGRES_PORT", "25432")
 os.environ.setdefault("ZYNC_CONNECT_PORT", "28083")
 # The shared catalog (Derby's network server) of the test session.
 os.environ.setdefault("ZYNC_CATALOG_PORT", "21527")
+# The catalog as a service (tests/catalog/test_metastore_service.py), started by that module only.
+os.environ.setdefault("ZYNC_METASTORE_PORT", "29083")
 # The local Spark cluster (tests/cluster): master (+1 worker, +3/+4 web UIs) and Thrift Server.
 os.environ.setdefault("ZYNC_SPARK_MASTER_PORT", "27077")
 os.environ.setdefault("ZYNC_THRIFT_PORT", "20000")

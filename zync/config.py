@@ -151,8 +151,36 @@ class Target:
         """(host, port) of the catalog server the target's Spark reaches its metastore at, or None."""
         return catalog_address(self.spark_conf)
 
+    @property
+    def derby_address(self) -> tuple[str, int] | None:
+        """(host, port) of the Derby network server the embedded metastore client would use, or None."""
+        return derby_address(self.spark_conf)
+
+
+METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
+
+
+def metastore_service_address(spark_conf: dict[str, Any]) -> tuple[str, int] | None:
+    """(host, port) of the metastore service (its first thrift:// URI) the target's Spark uses, or None:
+    an empty setting keeps the metastore client embedded in each Spark process."""
+    uris = str(spark_conf.get(METASTORE_URIS, "")).strip()
+    if not uris:
+        return None
+    first = uris.split(",")[0].strip()
+    host, _, port = first.removeprefix("thrift://").rstrip("/").rpartition(":")
+    if not first.startswith("thrift://") or not host or not port.isdigit():
+        raise ZyncError(f"the metastore URI {first!r} ({METASTORE_URIS}, ZYNC_METASTORE_URI) is not "
+                        "thrift://HOST:PORT")
+    return host, int(port)
+
 
 def catalog_address(spark_conf: dict[str, Any]) -> tuple[str, int] | None:
+    """(host, port) of the catalog server the target's Spark needs: the metastore service when one is
+    set, else Derby's network server (the local target's shared catalog); None when neither is."""
+    return metastore_service_address(spark_conf) or derby_address(spark_conf)
+
+
+def derby_address(spark_conf: dict[str, Any]) -> tuple[str, int] | None:
     """(host, port) of the catalog's database server when the metastore is reached over the network
     (`jdbc:derby://host:port/...`, the local target's shared catalog); None otherwise."""
     url = str(spark_conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", ""))

@@ -7,8 +7,9 @@ import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from zync.config import Target, project_path
+from zync.config import Target, derby_address, metastore_service_address, project_path
 from zync.errors import ZyncError
 from zync.spark_internals import import_named_per_call
 
@@ -26,13 +27,23 @@ def catalog_answers(host: str, port: int) -> bool:
         return False
 
 
-def check_catalog(address: tuple[str, int] | None) -> None:
-    """Fail early and clearly when the shared catalog at `address` (None: no catalog server) is not running.
+def check_catalog(spark_conf: dict[str, Any]) -> None:
+    """Fail early and clearly when the shared catalog of these Spark settings (the metastore service,
+    else Derby's server; neither: nothing to check) is not running.
 
     Without this, Spark's Hive client retries for half a minute and then fails
     with "Unable to instantiate SessionHiveMetaStoreClient", naming neither
     the address nor the remedy.
     """
+    service = metastore_service_address(spark_conf)
+    if service is not None:
+        if not catalog_answers(*service):
+            host, port = service
+            raise CatalogDownError(
+                f"the metastore service at {host}:{port} (ZYNC_METASTORE_URI) does not answer: run "
+                "`zync up --metastore`, or unset ZYNC_METASTORE_URI to use the embedded catalog")
+        return
+    address = derby_address(spark_conf)
     if address is not None and not catalog_answers(*address):
         host, port = address
         raise CatalogDownError(f"the catalog at {host}:{port} does not answer: run `zync up`")
@@ -53,7 +64,7 @@ def spark_session(target: Target):  # -> pyspark.sql.SparkSession (imported lazi
             "profiles/zync.yml entry a `spark_target:` naming an output with `method: session` (its "
             "server_side_parameters may set spark.master to a cluster's master)"
         )
-    check_catalog(target.catalog_address)
+    check_catalog(target.spark_conf)
     # The embedded services and the local cluster are loopback only.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(f"zync ({target.name})").enableHiveSupport()
