@@ -97,7 +97,13 @@ def _credentials() -> tuple[str, str]:
                         "remove it and run `zync up --s3` again to make new ones") from None
 
 
+def _jars() -> Path:
+    return local_dir() / "jars" / "s3proxy"
+
+
 def _prepare() -> None:
+    if not any(_jars().glob("s3proxy-*.jar")):
+        raise ZyncError(f"S3Proxy is not installed under {_jars()}: run `make setup`")
     identity, credential = _credentials()
     data = folder() / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -147,16 +153,13 @@ def ensure_bucket() -> None:
 
 
 def service() -> Service:
-    jars = local_dir() / "jars" / "s3proxy"
-    if not any(jars.glob("s3proxy-*.jar")):
-        raise ZyncError(f"S3Proxy is not installed under {jars}: run `make setup`")
     return Service(
         name=NAME,
         port=port(),
         command=[
             java(),
             "-Xmx256m", f"-Dlogback.configurationFile={folder() / 'logback.xml'}",
-            "-cp", str(jars / "*"), "org.gaul.s3proxy.Main", "--properties", str(folder() / "s3proxy.conf"),
+            "-cp", str(_jars() / "*"), "org.gaul.s3proxy.Main", "--properties", str(folder() / "s3proxy.conf"),
         ],
         cwd=folder(),
         prepare=_prepare,
