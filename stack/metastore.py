@@ -35,7 +35,7 @@ NAME = "metastore"
 LAUNCHER = Path("jvm") / "metastore" / "LoopbackMetaStore.java"
 # Folders under .local/jars whose jars join pyspark's on the server's class path: a warehouse on
 # another file system (s3a://) needs its Hadoop connector here, as Spark's processes do.
-JAR_FOLDERS: tuple[str, ...] = ("postgres",)
+JAR_FOLDERS: tuple[str, ...] = ("postgres", "s3a")
 # Spark's Hadoop settings (spark.hadoop.<name>) the server takes too, so that it reaches the
 # warehouse's file system as Spark does. Its environment is zync's own (credentials included).
 HADOOP_SETTINGS: tuple[str, ...] = ("fs.s3a.",)
