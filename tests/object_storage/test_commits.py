@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import ROOT
 from zync import storage
 from zync.delta_metadata import history, history_from_files
+from zync.spark_internals import jvm_of
 
 COMMITS_TABLE = "ZYNC_DELTA_COMMITS"
 
@@ -33,13 +34,13 @@ def _versions(location: str) -> list[int]:
 
 def _forget_snapshots(spark) -> None:
     """Make this engine read the table's log again, as a new process would."""
-    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+    jvm_of(spark).org.apache.spark.sql.delta.DeltaLog.clearCache()
 
 
 def _claims(spark, sql: str, *values: str) -> int:
     """Run `sql` on the claims' table over JDBC, as the log store does; the rows it changed."""
     url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL")
-    connection = spark._jvm.java.sql.DriverManager.getConnection(url)
+    connection = jvm_of(spark).java.sql.DriverManager.getConnection(url)
     try:
         statement = connection.prepareStatement(sql)
         for i, value in enumerate(values, start=1):
