@@ -26,7 +26,7 @@ def main() -> int:
     from testkit.scratch import run_dbt
     from zync.config import load_target
     from zync.spark import spark_session
-    from zync.spark_internals import java_session
+    from zync.spark_internals import java_context, java_session
 
     spark = spark_session(load_target())
     for statement in opts.sql:
@@ -35,7 +35,7 @@ def main() -> int:
     dbt = {command: run_dbt(opts.dbt_project, command).statuses() for command in opts.dbt}
     session_catalog = java_session(spark).sessionState().catalogManager().v2SessionCatalog()
     print(json.dumps({
-        "metastore_uris": spark.sparkContext._jsc.hadoopConfiguration().get("hive.metastore.uris"),
+        "metastore_uris": java_context(spark).hadoopConfiguration().get("hive.metastore.uris"),
         "session_catalog": session_catalog.getClass().getName(),
         "rows": rows,
         "dbt": dbt,
