@@ -1,7 +1,7 @@
 """Benchmark: the embedded catalog (each process's metastore client over Derby's server) against the
 catalog as a service (Hive's metastore over Thrift, its database in PostgreSQL), in the same run.
 
-    flock /work/machine.lock .venv/bin/python bench/catalog_service.py [--lookups 2000] [--views 100] [--blocks 8]
+    .venv/bin/python bench/catalog_service.py [--lookups 2000] [--views 100] [--blocks 8]
 
 One command, alone on the machine: its own Kafka, registry, Derby server, PostgreSQL and metastore
 service (`zync up --metastore`, state folder .local/bench-catalog-service-state, ports of its own),
