@@ -4,8 +4,8 @@ stack's PostgreSQL.
 The server is Hive 2.3.9's, from the jars pyspark ships (the metastore client every Spark process of
 the project already embeds), started by jvm/metastore/LoopbackMetaStore.java so that it listens on
 127.0.0.1:$ZYNC_METASTORE_PORT only. Its database is `metastore` in the PostgreSQL `zync up --connect`
-also starts (stack/postgres.py), created when missing; DataNucleus creates the schema on the first
-start and checks it on later ones. Config (hive-site.xml, with the database password: mode 0600) and
+also starts (stack/postgres.py), created when missing; before it serves, the launcher has DataNucleus
+create every table of the schema that is missing (all of them on the first start). Config (hive-site.xml, with the database password: mode 0600) and
 logs live in <state>/metastore/.
 
 Spark processes use it when ZYNC_METASTORE_URI is thrift://127.0.0.1:<port> (profiles.yml's
@@ -29,7 +29,6 @@ from zync.errors import ZyncError
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 19083
 PORT_ENV = "ZYNC_METASTORE_PORT"
-URI_ENV = "ZYNC_METASTORE_URI"
 DATABASE = "metastore"
 NAME = "metastore"
 LAUNCHER = Path("jvm") / "metastore" / "LoopbackMetaStore.java"
