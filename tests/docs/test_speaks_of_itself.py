@@ -4,8 +4,9 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The team's machine-wide lock and its work folders.
-FOREIGN = ("machine.lock", "machine lock", "/work/")
+# What only the machine a clone sits on has: the folders above the clone (where other clones, and a
+# lock file shared by their commands, would live), and commands run under a lock.
+FOREIGN = tuple(f"{folder}/" for folder in (ROOT.parent, ROOT.parent.parent) if folder != Path("/")) + ("flock ",)
 
 
 def test_no_tracked_text_names_the_teams_machines():

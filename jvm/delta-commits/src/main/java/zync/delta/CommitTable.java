@@ -141,14 +141,19 @@ final class CommitTable {
     /** Forget the claim of `fileName` in the log in `logFolder` (a claim of a log that was removed since). */
     synchronized void forget(String logFolder, String fileName) throws IOException {
         call(connection -> {
-            try (PreparedStatement delete = connection.prepareStatement(
-                    "DELETE FROM " + TABLE + " WHERE TABLE_KEY = ? AND FILE_NAME = ?")) {
-                delete.setString(1, tableKey(logFolder));
-                delete.setString(2, fileName);
-                delete.executeUpdate();
-            }
+            onClaim(connection, "DELETE FROM " + TABLE + " WHERE TABLE_KEY = ? AND FILE_NAME = ?", logFolder, fileName);
             return null;
         });
+    }
+
+    /** Run `statement`, whose two parameters are a claim's table key and file name, on that claim. */
+    private static void onClaim(Connection connection, String statement, String logFolder, String fileName)
+            throws SQLException {
+        try (PreparedStatement prepared = connection.prepareStatement(statement)) {
+            prepared.setString(1, tableKey(logFolder));
+            prepared.setString(2, fileName);
+            prepared.executeUpdate();
+        }
     }
 
     /** The newest claim of the log in `logFolder` (by file name: versions are zero-padded), or null. */
@@ -173,12 +178,8 @@ final class CommitTable {
     /** Record that a claimed commit's file is published; now and then forget published ones past the retention. */
     synchronized void published(String logFolder, String fileName) throws IOException {
         call(connection -> {
-            try (PreparedStatement update = connection.prepareStatement(
-                    "UPDATE " + TABLE + " SET PUBLISHED = 1 WHERE TABLE_KEY = ? AND FILE_NAME = ?")) {
-                update.setString(1, tableKey(logFolder));
-                update.setString(2, fileName);
-                update.executeUpdate();
-            }
+            onClaim(connection, "UPDATE " + TABLE + " SET PUBLISHED = 1 WHERE TABLE_KEY = ? AND FILE_NAME = ?",
+                    logFolder, fileName);
             long now = System.currentTimeMillis();
             if (now - lastExpiry > EXPIRY_EVERY_MS) {
                 lastExpiry = now;
