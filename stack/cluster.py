@@ -1,5 +1,5 @@
-"""The Spark cluster `zync up --cluster` starts on this machine: a standalone master, one worker and the
-Spark Thrift Server as an application on that master.
+"""The Spark cluster `zync up --cluster` starts on this machine: a standalone master, its workers
+($ZYNC_SPARK_WORKERS, default one) and the Spark Thrift Server as an application on that master.
 
 Everything comes from the PySpark wheel (`spark-class`, `spark-submit` and its jars): no other Spark
 download. The Thrift Server runs with the Spark settings of the `cluster` target's jobs (profiles.yml
@@ -8,22 +8,31 @@ it and zync's own applications see and write the same tables. Everything listens
 web UIs included (SPARK_LOCAL_IP), with logs and the worker's folder under <state>/spark-*.
 
 Ports: the master's from the cluster target's `spark.master` ($ZYNC_SPARK_MASTER_PORT, default 17077),
-the worker's next to it (+1), the master's and worker's web UIs at +3 and +4 (the master's JSON at
-http://127.0.0.1:<+3>/json/ lists workers and applications); the Thrift Server's from the dbt output
-`cluster` ($ZYNC_THRIFT_PORT, default 10000).
+the first worker's next to it (+1), the master's and that worker's web UIs at +3 and +4 (the master's
+JSON at http://127.0.0.1:<+3>/json/ lists workers and applications), worker n >= 2 at +2n+1 and its
+web UI at +2n+2; the Thrift Server's from the dbt output `cluster` ($ZYNC_THRIFT_PORT, default 10000).
+
+Workers of their own ($ZYNC_SPARK_WORKER_ROOT): each worker, and every executor it starts, runs in a
+mount namespace of its own where the project folder, the state folder and the Python environment are
+empty folders, with a Spark of its own (linked from the PySpark wheel's files) and its files under
+that folder. They share nothing with the drivers but the network: the S3 store the warehouse is on,
+the broker, the drivers' file servers (spark.jars). This is what a cluster of other machines is, on
+one machine; it needs the warehouse on an object store (ZYNC_WAREHOUSE=s3a://...).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import socket
 from pathlib import Path
 from typing import Any
 from urllib.request import urlopen
 
 from stack.processes import Service
-from zync.config import Target, load_target, state_dir
+from zync.config import Target, load_target, project_dir, state_dir
 from zync.errors import ZyncError
 
 LOOPBACK = "127.0.0.1"
@@ -35,8 +44,13 @@ THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 THRIFT_SERVER_NAME = "zync thrift server"
 
 
-# The services' names (and their folders under the state folder), in start order.
+# The services' names (and their folders under the state folder), in start order; worker n >= 2 is
+# `spark-worker-<n>` (worker_name).
 SERVICE_NAMES = ("spark-master", "spark-worker", "thrift-server")
+WORKERS_ENV = "ZYNC_SPARK_WORKERS"
+WORKER_ROOT_ENV = "ZYNC_SPARK_WORKER_ROOT"
+# What a worker of its own copies out of the driver's file system: what the AWS SDK reads.
+CREDENTIAL_FILE_VARIABLES = ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CREDENTIAL_PROFILES_FILE")
 
 
 def spark_home() -> Path:
@@ -65,9 +79,117 @@ def thrift_port(target: Target) -> int:
     return int(target.dbt_output.get("port", 10000))
 
 
-def worker_dir() -> Path:
-    """The worker's folder: a folder per application, a folder per executor in it (its stdout/stderr)."""
-    return state_dir() / "spark-worker" / "work"
+def worker_name(index: int) -> str:
+    """The service name of worker `index` (0-based): `spark-worker`, `spark-worker-2`, ..."""
+    return SERVICE_NAMES[1] if index == 0 else f"{SERVICE_NAMES[1]}-{index + 1}"
+
+
+def worker_ports(master_port: int, index: int) -> tuple[int, int]:
+    """(port, web UI port) of worker `index`: the first at +1/+4 as ever, the others above the UIs."""
+    return (master_port + 1, master_port + 4) if index == 0 else (master_port + 2 * index + 3, master_port + 2 * index + 4)
+
+
+def worker_count() -> int:
+    """The workers `zync up --cluster` starts: $ZYNC_SPARK_WORKERS, default 1."""
+    value = os.environ.get(WORKERS_ENV, "1").strip()
+    if not value.isdigit() or int(value) < 1:
+        raise ZyncError(f"${WORKERS_ENV} is {value!r}: give the number of workers, 1 or more")
+    return int(value)
+
+
+def started_workers() -> int:
+    """How many workers were ever started with this state folder (their folders), so that `zync down` and
+    `zync status` find each one whatever $ZYNC_SPARK_WORKERS says now."""
+    return sum(1 for folder in state_dir().glob(f"{SERVICE_NAMES[1]}*") if folder.is_dir())
+
+
+def own_root() -> Path | None:
+    """The folder workers of their own keep everything in ($ZYNC_SPARK_WORKER_ROOT), or None: workers
+    that share the driver's file system."""
+    value = os.environ.get(WORKER_ROOT_ENV, "").strip()
+    return Path(value).expanduser().resolve() if value else None
+
+
+def worker_dir(index: int = 0) -> Path:
+    """A worker's folder of executors: a folder per application, a folder per executor in it (its stdout/stderr)."""
+    root = own_root()
+    return (root / worker_name(index) if root else state_dir() / worker_name(index)) / "work"
+
+
+def hidden_from_workers() -> list[Path]:
+    """The driver's folders a worker of its own sees empty: the project, the state folder and the Python
+    environment (each once: a folder inside another is hidden with it)."""
+    import sys
+
+    folders = sorted({project_dir().resolve(), state_dir().resolve(), Path(sys.prefix).resolve()},
+                     key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for folder in folders:
+        if not any(folder.is_relative_to(outer) for outer in kept):
+            kept.append(folder)
+    return kept
+
+
+def _check_own_root(root: Path, target: Target) -> None:
+    for hidden in hidden_from_workers():
+        if root.is_relative_to(hidden) or hidden.is_relative_to(root):
+            raise ZyncError(f"${WORKER_ROOT_ENV} is {root}, which {'lies in' if root.is_relative_to(hidden) else 'holds'} "
+                            f"{hidden}, a folder the workers must not see: give the workers a folder outside the "
+                            "project, the state folder and the Python environment (e.g. /var/tmp/zync-workers)")
+    warehouse = target.spark_conf.get("spark.sql.warehouse.dir", "")
+    if "://" not in warehouse or warehouse.startswith("file:"):
+        raise ZyncError(f"workers of their own (${WORKER_ROOT_ENV}) cannot reach a warehouse on the driver's disk "
+                        f"({warehouse}): put it on an object store, ZYNC_WAREHOUSE=s3a://bucket/prefix "
+                        "(docs/object-storage.md), or unset the variable")
+    if shutil.which("unshare") is None:
+        raise ZyncError(f"workers of their own (${WORKER_ROOT_ENV}) run in a mount namespace of their own, made "
+                        "with util-linux's `unshare`, which is not on the PATH: install util-linux")
+
+
+def _link_tree(source: Path, copy: Path) -> None:
+    """A copy of `source` made of hard links (a copy where the file system has none): a worker reads its
+    Spark where the driver's environment is hidden from it."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, copy, copy_function=link, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                    dirs_exist_ok=True)
+
+
+def _prepare_own_worker(root: Path, index: int) -> None:
+    """The worker's Spark, folders and credential files, in its own root."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    spark = root / "spark"
+    marker = spark / ".from"
+    if not marker.exists() or marker.read_text() != str(spark_home()):
+        shutil.rmtree(spark, ignore_errors=True)
+        _link_tree(spark_home(), spark)
+        marker.write_text(str(spark_home()))
+    for folder in ("work", "local"):
+        (root / worker_name(index) / folder).mkdir(parents=True, exist_ok=True)
+    for variable, copy in _credential_copies(root).items():
+        shutil.copyfile(os.environ[variable], copy)
+        copy.chmod(0o600)
+
+
+def _credential_copies(root: Path) -> dict[str, Path]:
+    """{variable: the worker's copy} for each AWS credentials file the driver's environment names: a worker
+    of its own has credentials of its own, as a machine of a cluster has its role or its file."""
+    return {variable: root / f"credentials.{variable.lower()}" for variable in CREDENTIAL_FILE_VARIABLES
+            if os.environ.get(variable)}
+
+
+def _in_own_root(command: list[str]) -> list[str]:
+    """`command` in a mount namespace of its own where the driver's folders are empty (a tmpfs over each);
+    as a normal user in a user namespace too, mapped to the same user outside."""
+    mounts = "".join(f"mount -t tmpfs -o size=64k,mode=0555 zync-hidden {shlex.quote(str(folder))} || exit 1\n"
+                     for folder in hidden_from_workers())
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return ["unshare", *user, "--mount", "--propagation", "private", "--",
+            "/bin/sh", "-c", mounts + 'exec "$@"', "sh", *command]
 
 
 def master_json(master_port: int, timeout_s: float = 2.0) -> dict[str, Any] | None:
@@ -110,15 +232,11 @@ def services() -> list[Service]:
         env=_env(), ready=lambda: (master_json(port) or {}).get("status") == "ALIVE",
         env_var="ZYNC_SPARK_MASTER_PORT",
     )
-    work = worker_dir()
-    worker = Service(
-        name=SERVICE_NAMES[1], port=port + 1, cwd=state_dir(),
-        command=[spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", LOOPBACK,
-                 "--port", str(port + 1), "--webui-port", str(port + 4), "--cores", str(WORKER_CORES),
-                 "--memory", WORKER_MEMORY, "--work-dir", str(work)],
-        env=_env(), ready=lambda: alive_workers() > 0, prepare=lambda: work.mkdir(parents=True, exist_ok=True),
-        env_var="ZYNC_SPARK_MASTER_PORT", data=work,
-    )
+    count = max(worker_count(), started_workers())
+    root = own_root()
+    if root is not None:
+        _check_own_root(root, target)
+    workers = [_worker(index, port, master_url, root, alive_workers) for index in range(count)]
     thrift = thrift_port(target)
     conf = {key: value for key, value in target.spark_conf.items() if key != "spark.master"}
     # The Thrift Server runs statements in threads whose class loader does not see `spark.jars` (Delta's
@@ -137,7 +255,30 @@ def services() -> list[Service]:
                  "--hiveconf", f"hive.server2.thrift.bind.host={LOOPBACK}"],
         env=_env(), ready=lambda: _listens(thrift), env_var="ZYNC_THRIFT_PORT",
     )
-    return [master, worker, thrift_server]
+    return [master, *workers, thrift_server]
+
+
+def _worker(index: int, master_port: int, master_url: str, root: Path | None, alive_workers) -> Service:
+    work = worker_dir(index)
+    rpc_port, ui_port = worker_ports(master_port, index)
+    env = _env()
+    spark_class = str(spark_home() / "bin" / "spark-class")
+    if root is None:
+        prepare = lambda: work.mkdir(parents=True, exist_ok=True)  # noqa: E731
+    else:
+        spark_class = str(root / "spark" / "bin" / "spark-class")
+        env |= {"SPARK_HOME": str(root / "spark"), "SPARK_LOCAL_DIRS": str(work.parent / "local"),
+                **{variable: str(copy) for variable, copy in _credential_copies(root).items()}}
+        prepare = lambda: _prepare_own_worker(root, index)  # noqa: E731
+    command = [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", LOOPBACK,
+               "--port", str(rpc_port), "--webui-port", str(ui_port), "--cores", str(WORKER_CORES),
+               "--memory", WORKER_MEMORY, "--work-dir", str(work)]
+    return Service(
+        name=worker_name(index), port=rpc_port, cwd=root or state_dir(),
+        command=_in_own_root(command) if root else command,
+        env=env, ready=lambda: alive_workers() > index, prepare=prepare,
+        env_var="ZYNC_SPARK_MASTER_PORT", data=work,
+    )
 
 
 def _listens(port: int) -> bool:

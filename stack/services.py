@@ -299,7 +299,7 @@ def _all(target: Target, connect: bool, cluster: bool = False, object_store: boo
     extra = _unique(extra + [s for s in metastore_services(target) if metastore or s.folder.exists()])
     # The cluster's settings come from the `cluster` target: read only when the cluster is asked
     # for or was started here, so a project without that target keeps its `zync up`.
-    started = any((state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES)
+    started = any((state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES) or spark_cluster.started_workers() > 0
     spark = [s for s in cluster_services() if cluster or s.folder.exists()] if cluster or started else []
     return services(target) + extra + spark
 
@@ -310,6 +310,12 @@ def _all(target: Target, connect: bool, cluster: bool = False, object_store: boo
 _LATER_PHASES = (("connect", "spark-master", hive_metastore.NAME), ("spark-worker",), ("thrift-server",))
 
 
+def _phase(name: str) -> int:
+    """The start phase of a service (0: the first); every worker of the cluster starts with the first."""
+    name = spark_cluster.SERVICE_NAMES[1] if name.startswith(spark_cluster.SERVICE_NAMES[1] + "-") else name
+    return next((number for number, phase in enumerate(_LATER_PHASES, 1) if name in phase), 0)
+
+
 def up(target: Target, connect: bool = False, only: set[str] | None = None, cluster: bool = False,
        object_store: bool = False, metastore: bool = False) -> list[str]:
     """Start what is not running (of `only`, default all), wait until everything answers; return status lines."""
@@ -317,9 +323,8 @@ def up(target: Target, connect: bool = False, only: set[str] | None = None, clus
         s3_services() if object_store else []) + (metastore_services(target) if metastore else []) + (
         cluster_services() if cluster else []))
     wanted = [s for s in wanted if only is None or s.name in only]
-    later = {name for phase in _LATER_PHASES for name in phase}
-    phases = [[s for s in wanted if s.name not in later],
-              *[[s for s in wanted if s.name in phase] for phase in _LATER_PHASES]]
+    phases = [[s for s in wanted if _phase(s.name) == 0],
+              *[[s for s in wanted if _phase(s.name) == number] for number in range(1, len(_LATER_PHASES) + 1)]]
     for phase in phases:
         started = []
         for service in phase:

@@ -1,11 +1,17 @@
-"""Target `cluster` end to end on a real standalone cluster: the same project and commands as `local`,
-only `--target cluster` differs.
+"""Target `cluster` end to end on a real standalone cluster that shares only the S3 server and the
+catalog service with its drivers: the same project and commands as `local`, only `--target cluster`
+and the variables of a cluster on object storage (tests/cluster/conftest.py) differ.
+
+Its two workers run where the project, the state folder and the Python environment are empty folders
+(the test looks through each worker's own /proc root, and a query that makes an executor open a
+driver's file fails), so every table `zync run` and dbt make is on the S3 server and in the catalog
+service.
 
 `zync run --target cluster` is a Spark application on the master (its driver in the zync process,
-its executors on the worker) and moves zync's invoices demo, batch by batch, to exactly zync's own
-NewInvoices stream and keeps the invoices mirror; meanwhile `dbt test` goes through the Spark Thrift
-Server (another application of the same cluster) and this test's own local SparkSession reads the
-same tables through the shared catalog.
+its executors on the workers) and moves zync's invoices demo, batch by batch, to exactly zync's own
+NewInvoices stream and keeps the invoices mirror, and mirrors a database of 20 tables through one
+pattern entry; meanwhile `dbt test` goes through the Spark Thrift Server (another application of the
+same cluster), which also serves this test's reads of the same tables.
 
 The demo's first two batches flow here, produced together before the run's first cycle: every
 Invoices change (the mirror's whole input), pairs from the snapshot and from new rows, and Dan's
@@ -20,20 +26,88 @@ the state earlier runs left.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import uuid
+from pathlib import Path
 
+import pytest
 from dbt.cli.main import dbtRunner
+from pyhive import hive
 
-from tests.cluster.conftest import CLUSTER_SERVICES
-from testkit.harness import BIN, RunProcess, wait_until
-from testkit.invoices import DEMO, invoices_project
 from stack import cluster as spark_cluster
 from stack import services
+from tests.conftest import ROOT, TEST_STATE
+from testkit.harness import BIN, RunProcess, wait_until
+from testkit.invoices import DEMO, invoices_project
+from zync import topics
 
 ZYNC_APP = "zync (cluster)"
 BATCHES = (1, 2)  # the demo batches fed through the cluster (see above)
+DATABASE_TABLES = 20  # a database's tables, each a topic of Debezium's shape, one pattern entry mirrors them
+DATABASE_PREFIX = "clusterdb.public."
+DATABASE_MIRRORS = r"""
+mirrors:
+  - topics: 'clusterdb\.public\..*'
+    name: 'clusterdb_{table}'
+"""
+
+
+@contextlib.contextmanager
+def thrift(cluster_target):
+    """A cursor on the cluster's Thrift Server, as dbt's Thrift connections have."""
+    connection = hive.connect(host="127.0.0.1", port=spark_cluster.thrift_port(cluster_target), username="zync")
+    try:
+        yield connection.cursor()
+    finally:
+        connection.close()
+
+
+def query(cluster_target, sql: str) -> list[tuple]:
+    with thrift(cluster_target) as cursor:
+        cursor.execute(sql)
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+def database_changes(table: int) -> list[tuple[str, int, str | None]]:
+    """Table `table`'s changes: a snapshot of three rows, an update, a delete and an insert."""
+    return [("r", 1, f"ann{table}"), ("r", 2, f"bob{table}"), ("r", 3, f"cy{table}"), ("u", 2, f"bo{table}"),
+            ("d", 3, None), ("c", 4, f"di{table}")]
+
+
+def produce_database(target) -> dict[str, set[tuple[int, str]]]:
+    """The 20 tables' changes, as Debezium writes them; {mirror: its rows after them}."""
+    expected = {}
+    for table in range(1, DATABASE_TABLES + 1):
+        records, rows = [], {}
+        for op, key, customer in database_changes(table):
+            row = {"ID": key, "customer": customer, "item": f"item{key}"}
+            records.append({"key": {"ID": key}, "value": {
+                "before": rows.get(key) if op == "d" else None, "after": None if op == "d" else row, "op": op,
+                "ts_ms": None}})
+            if op == "d":
+                rows.pop(key)
+            else:
+                rows[key] = row
+        topics.produce(target, f"{DATABASE_PREFIX}t{table:02d}", records, DEMO / "schemas" / "Invoices-key.avsc",
+                       DEMO / "schemas" / "Invoices-value.avsc")
+        expected[f"clusterdb_t{table:02d}"] = {(row["ID"], row["customer"]) for row in rows.values()}
+    return expected
+
+
+def mirrored(cluster_target, schema: str, names) -> dict[str, set[tuple[int, str]]]:
+    """Each mirror's live rows through the Thrift Server ({} while any is missing)."""
+    union = " union all ".join(f"select '{name}' as mirror, ID, customer from {schema}.{name}" for name in sorted(names))
+    try:
+        rows = query(cluster_target, union)
+    except hive.OperationalError:  # a mirror not made yet
+        return {}
+    found: dict[str, set[tuple[int, str]]] = {name: set() for name in names}
+    for name, key, customer in rows:
+        found[name].add((key, customer))
+    return found
 
 
 def master_state(cluster_target) -> dict:
@@ -59,20 +133,44 @@ def expected_mirror(batches=BATCHES) -> set[tuple]:
     return set(rows.values())
 
 
-def test_zync_up_cluster_runs_a_master_a_worker_and_the_thrift_server_on_loopback(cluster, target):
+def test_zync_up_cluster_runs_a_master_two_workers_of_their_own_and_the_thrift_server_on_loopback(cluster, target):
+    names = [service.name for service in spark_cluster.services()]
     lines = services.status(target, cluster=True)
-    for name in CLUSTER_SERVICES:
+    for name in names:
         assert any(line.startswith(f"{name}: up on 127.0.0.1:") for line in lines), lines
     state = master_state(cluster)
-    assert [w["host"] for w in state["workers"] if w["state"] == "ALIVE"] == ["127.0.0.1"]
-    thrift = [a for a in state["activeapps"] if a["name"] == spark_cluster.THRIFT_SERVER_NAME]
-    assert len(thrift) == 1 and thrift[0]["cores"] > 0, state["activeapps"]
+    assert [w["host"] for w in state["workers"] if w["state"] == "ALIVE"] == ["127.0.0.1"] * 2
+    thrift_apps = [a for a in state["activeapps"] if a["name"] == spark_cluster.THRIFT_SERVER_NAME]
+    assert len(thrift_apps) == 1 and thrift_apps[0]["cores"] > 0, state["activeapps"]
+
+    # Each worker's root, seen through its own /proc entry: the project (its state folder and Python
+    # environment inside) is an empty folder there; the worker's own folder is whole.
+    own_root = spark_cluster.own_root()
+    assert own_root is not None and not own_root.is_relative_to(ROOT)
+    workers = [service for service in spark_cluster.services() if service.name.startswith("spark-worker")]
+    assert len(workers) == 2
+    for worker in workers:
+        pid = worker.pid()
+        assert pid is not None
+        assert (ROOT / "README.md").exists()
+        assert os.listdir(f"/proc/{pid}/root{ROOT}") == [], f"{worker.name} sees the project's files"
+        assert Path(f"/proc/{pid}/root{TEST_STATE}").exists() is False
+        assert (Path(f"/proc/{pid}/root{own_root}") / "spark" / "jars").is_dir()
+
+    # An executor asked to open a driver's file cannot: the Thrift Server's driver finds the file, the
+    # task on a worker does not.
+    with pytest.raises(hive.OperationalError, match="FileNotFound|does not exist|No such file"):
+        query(cluster, f"select count(*) from text.`file:{ROOT / 'README.md'}`")
 
 
-def test_the_invoices_demo_flows_on_the_cluster_while_dbt_test_runs_through_the_thrift_server(
-        cluster, target, spark, tmp_path):
-    project = invoices_project(tmp_path, "Cluster")
-    run = RunProcess(project, tmp_path / "zync-run.log", target="cluster")
+def test_the_invoices_demo_and_a_database_flow_on_the_cluster_while_dbt_test_runs_through_the_thrift_server(
+        cluster, cluster_env, target):
+    schema = cluster_env["ZYNC_SCHEMA"]
+    # The project where the workers see nothing: in the (hidden) state folder.
+    project = invoices_project(TEST_STATE / f"cluster-{uuid.uuid4().hex[:6]}", "Cluster")
+    (project.path / "transforms" / "clusterdb.yml").write_text(DATABASE_MIRRORS)
+    database = produce_database(target)
+    run = RunProcess(project, project.path / "zync-run.log", target="cluster")
     status = None
     try:
         for batch in BATCHES:
@@ -80,7 +178,8 @@ def test_the_invoices_demo_flows_on_the_cluster_while_dbt_test_runs_through_the_
         want = project.expected(BATCHES[-1])
         wait_until(lambda: project.published_count(target) >= len(want), "the batches' output", run)
         assert project.published(target) == want
-        # The running zync is an application of the cluster, granted executors on the worker.
+        wait_until(lambda: mirrored(cluster, schema, database) == database, "the database's 20 mirrors", run)
+        # The running zync is an application of the cluster, granted executors on the workers.
         apps = [a for a in master_state(cluster)["activeapps"] if a["name"] == ZYNC_APP]
         assert len(apps) == 1 and apps[0]["cores"] > 0, master_state(cluster)["activeapps"]
         app_id = apps[0]["id"]
@@ -97,25 +196,32 @@ def test_the_invoices_demo_flows_on_the_cluster_while_dbt_test_runs_through_the_
         assert len(tested.result.results) >= 4  # the output's and the mirror's data tests ran
         assert run.terminate() == 0
 
-        # The executors on the worker ran the application's tasks (the worker keeps each executor's log).
-        logs = list((spark_cluster.worker_dir() / app_id).glob("*/stderr"))
+        # The executors on the workers ran the application's tasks (each worker keeps its executors'
+        # logs), on paths of their own: no log names the driver's project.
+        logs = [log for index in range(2) for log in (spark_cluster.worker_dir(index) / app_id).glob("*/stderr")]
         assert logs and any("Running task" in log.read_text() for log in logs), logs
+        for log in logs:
+            assert str(ROOT) not in log.read_text(), log
+
+        # Every table is on the S3 server.
+        for table in (project.name("raw_invoices"), project.name("new_invoices")):
+            location = query(cluster, f"describe detail {schema}.{table}")[0][4]
+            assert location.startswith(f"{cluster_env['ZYNC_WAREHOUSE']}/{schema}.db/"), location
 
         # An analyst's `dbt run` of the output through the Thrift Server: the model's statements without a
         # result set (CACHE TABLE, DROP VIEW, RESET) go through PyHive too; with nothing it can take
         # (every record done but Dan's invoice, still waiting for its status) it writes nothing.
-        output = f"zync.{project.name('new_invoices')}"
-        version_before = spark.sql(f"describe history {output} limit 1").collect()[0]["version"]
+        output = f"{schema}.{project.name('new_invoices')}"
+        version_before = query(cluster, f"describe history {output} limit 1")[0][0]
         ran = dbtRunner().invoke(["run", "--select", project.name("new_invoices"),
                                   "--project-dir", str(project.path),
                                   "--profiles-dir", str(project.path / "profiles"), "--target", "cluster"])
         assert ran.success, ran.exception or ran.result
-        assert spark.sql(f"describe history {output} limit 1").collect()[0]["version"] == version_before
+        assert query(cluster, f"describe history {output} limit 1")[0][0] == version_before
 
-        # The same tables, seen by this process's local Spark through the shared catalog.
-        mirror = spark.sql(f"select invoice_id, customer, item from zync.{project.name('invoices_mirror')} "
-                           "where not coalesce(_zync_deleted, false)").collect()
-        assert {tuple(r) for r in mirror} == expected_mirror()
+        mirror = query(cluster, f"select invoice_id, customer, item from {schema}.{project.name('invoices_mirror')} "
+                                "where not coalesce(_zync_deleted, false)")
+        assert set(mirror) == expected_mirror()
 
         stdout, stderr = status.communicate(timeout=600)
     finally:
