@@ -159,6 +159,8 @@ def main() -> None:
     entry.update(found)
     save(recorded)
     print(f"recorded {args.id}: {found['date']}, {found['command']}")
+    if entry.get("target"):
+        print(f"its target, kept: {entry['target']}: {entry.get('verdict', '-')}; edit the verdict if the run changed it")
 
 
 if __name__ == "__main__":
