@@ -64,6 +64,7 @@ def render(recorded: dict) -> str:
     machine = recorded["machine"]
     questions: dict[str, list[dict]] = {}
     for fig in figures:
+        fig.setdefault("question", fig["title"])  # an entry recorded without one is a question of its own
         questions.setdefault(fig["question"], []).append(fig)
     out = [BEGIN, "", "## Targets", "",
            "| question | target | latest | anchor, same run | date |", "| --- | --- | --- | --- | --- |"]
