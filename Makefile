@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: prometheus setup demo demo-postgres demo-database test fuzz jars venv postgres class-archive bench-deps docs up up-connect down clean chaos-run chaos
+.PHONY: prometheus setup demo demo-postgres demo-database test fuzz jars venv postgres class-archive bench-deps bench-report docs up up-connect down clean chaos-run chaos
 
 setup: venv jars postgres class-archive prometheus
 
@@ -49,6 +49,11 @@ $(VENV)/.installed: pyproject.toml
 # matplotlib, for the benchmarks' plots (bench/plots.py, bench/etl_history.py); not needed by anything else.
 bench-deps: setup
 	$(BIN)/pip install --quiet -e '.[test,cluster,docs,bench]' --config-settings editable_mode=compat
+
+# The benchmarks page: its figures (docs/benchmarks.md) and plots (docs/img/bench/) from the record,
+# bench/results/figures.json, which bench/record.py fills from a benchmark's JSON in bench/out/.
+bench-report: bench-deps
+	$(BIN)/python bench/report.py
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict turns a broken link or a page
 # missing from the navigation into a failure.

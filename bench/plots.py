@@ -3,9 +3,10 @@
     .venv/bin/python bench/plots.py [--figures bench/results/figures.json] [--out docs/img/bench]
 
 Each benchmark writes its raw JSON to bench/out/ (ignored by git); the figures
-worth keeping are recorded, with their command, date and conditions, in
-bench/results/figures.json, and this command draws one SVG per figure for
-docs/benchmarks.md. zync's bars are blue, the anchor's (what a user would run
+worth keeping are recorded, with their command, date, machine and conditions, in
+bench/results/figures.json (bench/record.py), and this command draws one SVG per
+figure with plot data for docs/benchmarks.md (`make bench-report` runs it with
+the page's tables: bench/report.py). zync's bars are blue, the anchor's (what a user would run
 instead, measured in the same run) orange, a ceiling grey. Needs matplotlib
 (`make bench-deps`).
 """
@@ -94,7 +95,7 @@ def main() -> None:
     recorded = json.loads(args.figures.read_text())
     for fig in recorded["figures"]:
         if any(k in fig for k in ("bars", "ranges", "groups", "lines")):
-            print(draw(fig, recorded["machine"], args.out).relative_to(ROOT))
+            print(draw(fig, fig.get("machine", recorded["machine"]), args.out).relative_to(ROOT))
 
 
 if __name__ == "__main__":
