@@ -175,6 +175,16 @@ def _prepare_own_worker(root: Path, index: int) -> None:
         copy.chmod(0o600)
 
 
+def remove_own_root() -> Path | None:
+    """`zync down --purge`: the workers' own folder, when it is one `zync up --cluster` made (it holds the
+    Spark it linked), removed with the credentials copied into it; its path, or None."""
+    root = own_root()
+    if root is None or not (root / "spark" / ".from").is_file():
+        return None
+    shutil.rmtree(root)
+    return root
+
+
 def _credential_copies(root: Path) -> dict[str, Path]:
     """{variable: the worker's copy} for each AWS credentials file the driver's environment names: a worker
     of its own has credentials of its own, as a machine of a cluster has its role or its file."""

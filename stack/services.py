@@ -383,6 +383,9 @@ def purge(target: Target) -> list[str]:
     if state.exists():
         shutil.rmtree(state)
         lines.append(f"state folder {state} removed")
+    workers = spark_cluster.remove_own_root()
+    if workers is not None:
+        lines.append(f"the Spark workers' folder {workers} removed")
     return lines
 
 

@@ -36,6 +36,7 @@ def cluster_env(object_store) -> Iterator[dict[str, str]]:
            spark_cluster.WORKER_ROOT_ENV: str(root)}
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
+    load_target.cache_clear()  # a target read before is rendered with the variables of then
     try:
         yield env
     finally:
@@ -44,6 +45,7 @@ def cluster_env(object_store) -> Iterator[dict[str, str]]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        load_target.cache_clear()
         shutil.rmtree(root, ignore_errors=True)
 
 

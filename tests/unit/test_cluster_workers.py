@@ -68,3 +68,16 @@ def test_a_command_in_a_root_of_its_own_sees_the_hidden_folders_empty(monkeypatc
                           capture_output=True, text=True, timeout=30)
     assert seen.returncode == 0, seen.stderr
     assert seen.stdout == "the worker's"
+
+
+def test_a_purge_removes_the_workers_folder_only_when_zync_made_it(monkeypatch, tmp_path):
+    someone_elses = tmp_path / "theirs"
+    (someone_elses / "spark").mkdir(parents=True)
+    monkeypatch.setenv(cluster.WORKER_ROOT_ENV, str(someone_elses))
+    assert cluster.remove_own_root() is None and someone_elses.is_dir()
+    ours = tmp_path / "ours"
+    (ours / "spark").mkdir(parents=True)
+    (ours / "spark" / ".from").write_text("/the/pyspark")
+    (ours / "credentials.aws_shared_credentials_file").write_text("[default]\n")
+    monkeypatch.setenv(cluster.WORKER_ROOT_ENV, str(ours))
+    assert cluster.remove_own_root() == ours.resolve() and not ours.exists()
