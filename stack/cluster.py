@@ -121,10 +121,18 @@ def hidden_from_workers() -> list[Path]:
     environment (each once: a folder inside another is hidden with it)."""
     import sys
 
-    folders = sorted({project_dir().resolve(), state_dir().resolve(), Path(sys.prefix).resolve()},
-                     key=lambda p: len(p.parts))
+    candidates = {project_dir().resolve(), state_dir().resolve()}
+    if sys.prefix != sys.base_prefix:  # a virtual environment: the system's own Python stays
+        candidates.add(Path(sys.prefix).resolve())
+    # What the workers run with (a shell, mount, java) must stay in sight, whatever holds a project.
+    tools = (shutil.which("sh"), shutil.which("mount"), shutil.which("java"), os.environ.get("JAVA_HOME"))
+    needed = [Path(tool).resolve() for tool in tools if tool]
     kept: list[Path] = []
-    for folder in folders:
+    for folder in sorted(candidates, key=lambda p: len(p.parts)):
+        if any(tool.is_relative_to(folder) for tool in needed):
+            raise ZyncError(f"workers of their own would not see {folder}, which holds the tools they run "
+                            f"({', '.join(str(t) for t in needed if t.is_relative_to(folder))}): keep the project, "
+                            "the state folder and the Python environment apart from the system's folders")
         if not any(folder.is_relative_to(outer) for outer in kept):
             kept.append(folder)
     return kept

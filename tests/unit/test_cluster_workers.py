@@ -81,3 +81,15 @@ def test_a_purge_removes_the_workers_folder_only_when_zync_made_it(monkeypatch, 
     (ours / "credentials.aws_shared_credentials_file").write_text("[default]\n")
     monkeypatch.setenv(cluster.WORKER_ROOT_ENV, str(ours))
     assert cluster.remove_own_root() == ours.resolve() and not ours.exists()
+
+
+def test_a_system_python_and_the_tools_workers_run_with_stay_in_sight(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZYNC_PROJECT_DIR", str(tmp_path / "project"))
+    monkeypatch.setenv("ZYNC_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)  # zync installed in the system's Python
+    assert cluster.hidden_from_workers() == sorted([(tmp_path / "project").resolve(), (tmp_path / "state").resolve()])
+    java_home = tmp_path / "project" / "jdk"
+    java_home.mkdir(parents=True)
+    monkeypatch.setenv("JAVA_HOME", str(java_home))
+    with pytest.raises(ZyncError, match="holds the tools they run"):
+        cluster.hidden_from_workers()
