@@ -22,8 +22,12 @@ while the round flows it injects one fault:
 - broker / registry: the embedded Kafka broker (or schema registry) stopped
   for a few seconds and started again; `zync run` is left running (it must
   carry on by itself; if it exited, that is reported and it is restarted);
-- second_run: a second `zync run` of the same project for a few seconds
-  beside the first, then stopped;
+- second_run: a second `zync run` of the same project beside the first: once
+  it is ready (its first cycle over, 30-40 s after its start) a second round
+  is produced for both to race on (ingest, the mirror's fold, the output
+  model, egress), and 20-40 s later it is stopped; what it did (its cycles
+  with work, records ingested, model runs, records published: its closing
+  line) is reported;
 - spark_failure: a Spark job failure, for real and with no hook in zync: kill
   -9 of the Spark driver JVM `zync run` drives (its `java` child process,
   found with `pgrep -P`), so whatever Spark work is under way (a read of a
@@ -105,6 +109,43 @@ def stream_check(published: list[dict], expected: dict[int, list[dict]]) -> dict
     offsets = [r["kafka"]["offset"] for r in published]
     return {"lost": lost, "duplicated": duplicated, "misordered_keys": misordered,
             "contiguous": offsets == list(range(len(offsets)))}
+
+
+SECOND_READY_S = 120.0  # how long a second `zync run` may take to be ready before its trial goes on without a race
+
+
+def wait_ready(run: RunProcess, start: int) -> bool:
+    """Whether the run said it is ready (its first cycle over) within SECOND_READY_S, reading its log
+    from byte `start`."""
+    deadline = time.monotonic() + SECOND_READY_S
+    while time.monotonic() < deadline and run.process.poll() is None:
+        with run.log.open(errors="replace") as log:
+            log.seek(start)
+            if any(line.startswith("{") and '"ready": true' in line for line in log):
+                return True
+        time.sleep(0.5)
+    return False
+
+
+def second_run_summary(log: Path, start: int) -> dict:
+    """What a stopped run did, from its closing line (`zync run: stopped: N cycles (M with work) ...;
+    R records ingested, K model runs, P records published, ...`), reading its log from byte `start`."""
+    import re
+
+    with log.open(errors="replace") as text:
+        text.seek(start)
+        closing = [line for line in text if line.startswith("zync run: stopped:")]
+    if not closing:
+        return {}
+    found = {}
+    for key, pattern in (("second_cycles_with_work", r"\((\d+) with work\)"),
+                         ("second_records_ingested", r"(\d+) records ingested"),
+                         ("second_model_runs", r"(\d+) model runs"),
+                         ("second_records_published", r"(\d+) records published")):
+        match = re.search(pattern, closing[-1])
+        if match:
+            found[key] = int(match.group(1))
+    return found
 
 
 class Campaign:
@@ -215,10 +256,15 @@ class Campaign:
                 "failed_clearly": code == 1 and said}
 
     def second_run(self) -> dict:
-        second = RunProcess(self.project, STATE / "logs" / "second-run.log")
+        log = STATE / "logs" / "second-run.log"
+        start = log.stat().st_size if log.exists() else 0
+        second = RunProcess(self.project, log)
+        ready = wait_ready(second, start)
+        if ready:  # both running: a round for both to race on
+            self.produce_round()
         time.sleep(self.chance.uniform(20.0, 40.0))
         code = second.terminate() if second.process.poll() is None else second.process.returncode
-        return {"second_exit_code": code}
+        return {"second_exit_code": code, "second_raced_a_round": ready, **second_run_summary(log, start)}
 
 
 def main() -> None:

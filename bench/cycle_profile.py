@@ -1,6 +1,6 @@
 """Where a busy `zync run` cycle's time goes, measured in-process.
 
-    .venv/bin/python bench/cycle_profile.py [--cycles 6] [--events 300] [--explain] [--keep]
+    .venv/bin/python bench/cycle_profile.py [--cycles 6] [--events 300] [--explain] [--s3] [--keep]
 
 One command, alone on the machine (its own state folder and ports). It builds
 the invoices project (bench/latency.py's stream shape), starts the service
@@ -9,6 +9,12 @@ runs one `Service.cycle()`: every stage's time, and every Spark SQL
 statement's (its first 100 characters, seconds), are printed; the slowest
 statements summed over the cycles last. The first cycle (JVM warm-up, the
 project's parse, the tables' creation) is reported apart.
+
+--s3 keeps the project's tables on an S3 server it starts (`zync up --s3`, S3Proxy
+over a folder of the state folder, loopback; docs/object-storage.md), in a database
+of their own (zync_s3): each cycle then also prints the requests the engine's S3A
+client made (its IOStatistics counters: HEAD, LIST, GET, PUT, DELETE, COPY ...), the
+Python side's (Arrow's S3 client) not counted.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from testkit.invoices import invoices_project  # noqa: E402
 from zync.spark_internals import java_array, java_context, jvm_of  # noqa: E402
 
 STATE = ROOT / ".local" / "bench-cycle-state"
-PORTS = {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727"}
+PORTS = {"ZYNC_KAFKA_PORT": "24392", "ZYNC_REGISTRY_PORT": "24381", "ZYNC_CATALOG_PORT": "24727",
+         "ZYNC_S3_PORT": "24391"}
 os.environ.update({**PORTS, "ZYNC_STATE_DIR": str(STATE), "ZYNC_TARGET": "local"})
 OUT = ROOT / "bench" / "out"
 
@@ -104,6 +111,28 @@ class StatementClock:
         return calls
 
 
+class S3Requests:
+    """The S3 requests the engine's S3A client for a bucket made, from its IOStatistics counters."""
+
+    def __init__(self, spark, bucket: str):
+        jvm = jvm_of(spark)
+        conf = java_context(spark).hadoopConfiguration()
+        self.fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(f"s3a://{bucket}/"), conf)
+        self.before = self.counters()
+
+    def counters(self) -> dict[str, int]:
+        counters = self.fs.getIOStatistics().counters()
+        return {str(k): int(counters.get(k)) for k in counters.keySet()}
+
+    def take(self) -> dict[str, int]:
+        """The requests (counters named object_*, op_*, store_io_request ...) since the last call, non-zero."""
+        now = self.counters()
+        delta = {k: v - self.before.get(k, 0) for k, v in now.items()}
+        self.before = now
+        return {k: v for k, v in sorted(delta.items())
+                if v and (k.startswith(("object_", "op_", "store_io", "action_http")) and not k.endswith((".failures", "_duration")))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=6, help="warm cycles after the first (default 6)")
@@ -113,6 +142,8 @@ def main() -> None:
     parser.add_argument("--no-stages", action="store_true",
                         help="do not read each statement's Spark stages (the status store's reads cost time that grows "
                              "with the stages run: leave them out when the cycle's time is the figure)")
+    parser.add_argument("--s3", action="store_true",
+                        help="the project's tables on an S3 server it starts; the engine's S3 requests per cycle")
     parser.add_argument("--keep", action="store_true", help="keep the services and state afterwards")
     parser.add_argument("--python-profile", action="store_true",
                         help="also profile the warm cycles' Python (cProfile): the functions with the most "
@@ -123,10 +154,14 @@ def main() -> None:
     from stack import services
     from zync.config import load_target
 
+    if args.s3:  # before the target is read: its warehouse and schema come from these
+        from stack import s3
+
+        os.environ.update({**s3.environment(), "ZYNC_SCHEMA": "zync_s3"})
     target = load_target("local")
     services.down(target)
     shutil.rmtree(STATE, ignore_errors=True)
-    services.up(target)
+    services.up(target, object_store=args.s3)
     project = invoices_project(STATE / "projects", "Prof")
     os.environ["ZYNC_PROJECT_DIR"] = str(project.path)
     os.chdir(project.path)
@@ -150,6 +185,7 @@ def main() -> None:
     producer = Producer(target, project)
     invoice = 0
     cycles = []
+    requests = None
     try:
         with invoices_service(target, project) as service:
             for n in range(args.cycles + 1):
@@ -162,7 +198,15 @@ def main() -> None:
                     python_profile.disable()
                 total = time.perf_counter() - started
                 calls = clock.take()
-                cycle = {"cycle": n, "seconds": round(total, 2), "events": sent,
+                if args.s3 and requests is None:
+                    from pyspark.sql import SparkSession
+
+                    requests = S3Requests(SparkSession.getActiveSession() or SparkSession.builder.getOrCreate(),
+                                          s3.BUCKET)
+                    made = {}  # the first cycle's: not counted from its start
+                else:
+                    made = requests.take() if requests else {}
+                cycle = {"cycle": n, "seconds": round(total, 2), "events": sent, "s3_requests": made,
                          "stages": [(r.stage, round(r.seconds, 2), r.records) for r in reports],
                          "statements": len(calls), "sql_seconds": round(sum(c[1] for c in calls), 2),
                          "calls": calls}
@@ -170,6 +214,8 @@ def main() -> None:
                 print(f"cycle {n}{' (warm-up)' if n == 0 else ''}: {total:.2f} s, {sent} events; "
                       + ", ".join(f"{s} {t:.2f}s/{r}" for s, t, r in cycle["stages"])
                       + f"; {len(calls)} statements, {cycle['sql_seconds']:.2f} s in spark.sql", flush=True)
+                if made:
+                    print("    S3A: " + ", ".join(f"{k} {v}" for k, v in made.items()))
                 for text, seconds, stages in calls:
                     if seconds >= 0.15:
                         print(f"    {seconds:6.2f}  {text}\n            {stages}")

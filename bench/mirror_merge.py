@@ -1,7 +1,7 @@
 """Benchmark: one incremental mirror run vs rebuilding the mirror from the whole raw history.
 
     .venv/bin/python bench/mirror_merge.py [--cases 10000x1000000,10000x10000000,100000x1000000]
-        [--designs zync-run,dbt-run,dbt-run-no-key-filter,rebuild] [--repeat 2] [--reuse]
+        [--designs zync-run,dbt-run,dbt-run-no-key-filter,rebuild,zync-run-s3] [--repeat 2] [--reuse]
 
 Each case CHANGESxROWS: a raw Debezium table in the shape `zync from-kafka`
 writes holds ROWS snapshot reads (op r), then CHANGES more records (70%
@@ -19,7 +19,12 @@ every run's time printed:
 - dbt-run-no-key-filter: dbt-run with the MERGE's target-side key filter off
   (`--vars '{zync_mirror_key_filter_rows: 0}'`: the MERGE before it);
 - rebuild (the anchor): `dbt run --full-refresh` of the rebuild copy: the
-  mirror recomputed from all ROWS + CHANGES raw records.
+  mirror recomputed from all ROWS + CHANGES raw records;
+- zync-run-s3 (not in the default): zync-run on a second copy of the raw
+  table and mirror kept on an S3 server the benchmark starts (S3Proxy over a
+  folder of the state folder, loopback, `zync up --s3`; docs/object-storage.md),
+  in a database of their own (zync_s3) and a scratch project of their own,
+  on the same Spark session; the same snapshot, changes and checks.
 After every run the mirror's contents are asserted identical to the rebuild's
 (row count, and the sum of a 64-bit hash of every row). Each incremental run's
 Spark SQL statements are timed in-process (the slowest printed) with the
@@ -28,7 +33,8 @@ goes. JSON to bench/out/mirror_merge.json.
 --reuse keeps the raw tables and mirrors between invocations (a 10,000,000-row
 snapshot and its first build take minutes on 2 cores): the raw table is
 restored to its snapshot (version 0) and the case's changes appended again.
-Runs on its own state folder (bench/out/state) and catalog (port $BENCH_CATALOG_PORT, default 26527).
+Runs on its own state folder (bench/out/state) and catalog (port $BENCH_CATALOG_PORT, default 26527;
+the S3 server's: $BENCH_S3_PORT, default 26590).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import argparse
 import atexit
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,6 +53,7 @@ OUT = ROOT / "bench" / "out"
 os.environ.setdefault("ZYNC_STATE_DIR", str(OUT / "state"))
 os.environ.setdefault("ZYNC_TARGET", "local")
 os.environ.setdefault("ZYNC_CATALOG_PORT", os.environ.get("BENCH_CATALOG_PORT", "26527"))
+os.environ.setdefault("ZYNC_S3_PORT", os.environ.get("BENCH_S3_PORT", "26590"))
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 sys.path.insert(0, str(ROOT))
 
@@ -56,7 +64,10 @@ TOPIC = "BenchAccounts"
 AFTER_TYPE = "struct<ID:bigint,name:string,balance:bigint,city:string>"
 # Bijections of 0..n-1 (multipliers coprime with n) spread keys and offsets without a shuffle.
 KEY_STEP, OFFSET_STEP = 7919, 48271
-DESIGNS = ("zync-run", "dbt-run", "dbt-run-no-key-filter", "rebuild")
+DEFAULT_DESIGNS = ("zync-run", "dbt-run", "dbt-run-no-key-filter", "rebuild")
+DESIGNS = (*DEFAULT_DESIGNS, "zync-run-s3")
+SCHEMA = "zync"
+S3_SCHEMA = "zync_s3"  # zync-run-s3's tables: a database on the S3 server
 IMAGE = "named_struct('ID', {k}, 'name', concat('{p}', {k}), 'balance', ({k} * 37 + {s}) % 10000, 'city', concat('city-', {k} % 97))"
 
 
@@ -89,16 +100,16 @@ def raw_rows(spark, ids_sql: str, op_sql: str, key_sql: str, offset_sql: str, af
     """)
 
 
-def write_snapshot(spark, rows: int) -> None:
+def write_snapshot(spark, rows: int, schema: str = SCHEMA) -> None:
     """ROWS snapshot reads, offsets 0..ROWS-1, ordered by offset (as ingest batches would be): version 0."""
-    spark.sql("create schema if not exists zync")
-    spark.sql(f"drop table if exists zync.{raw_name(rows)}")
+    spark.sql(f"create schema if not exists {schema}")
+    spark.sql(f"drop table if exists {schema}.{raw_name(rows)}")
     snapshot = raw_rows(spark, f"range(0, {rows}, 1, {max(8, rows // 1_000_000)})", "'r'", "id", "id",
                         IMAGE.format(k="id", p="name-", s=0), f"cast(null as {AFTER_TYPE})")
-    snapshot.write.format("delta").saveAsTable(f"zync.{raw_name(rows)}")
+    snapshot.write.format("delta").saveAsTable(f"{schema}.{raw_name(rows)}")
 
 
-def append_changes(spark, rows: int, changes: int) -> dict[str, int]:
+def append_changes(spark, rows: int, changes: int, schema: str = SCHEMA) -> dict[str, int]:
     """CHANGES records after the snapshot: 70% updates, 10% deletes (distinct existing keys), 20% inserts."""
     updates, inserts = int(changes * 0.7), int(changes * 0.2)
     deletes = changes - updates - inserts
@@ -109,7 +120,7 @@ def append_changes(spark, rows: int, changes: int) -> dict[str, int]:
     after = f"case when id < {updates} or id >= {updates + deletes} then {IMAGE.format(k=key_sql, p='changed-', s=1)} end"
     before = f"case when id < {updates + deletes} then {IMAGE.format(k=key_sql, p='name-', s=0)} end"
     batch = raw_rows(spark, f"range(0, {changes}, 1, 2)", change_sql, key_sql, offset, after, before)
-    batch.write.format("delta").mode("append").saveAsTable(f"zync.{raw_name(rows)}")
+    batch.write.format("delta").mode("append").saveAsTable(f"{schema}.{raw_name(rows)}")
     return {"updates": updates, "inserts": inserts, "deletes": deletes}
 
 
@@ -144,13 +155,38 @@ class StatementClock:
         return calls
 
 
+class OnS3:
+    """zync-run-s3's side: its scratch project, parsed and run with ZYNC_SCHEMA naming the database on
+    the S3 server (dbt reads the target's schema from it), as `zync run` with that setting would."""
+
+    def __init__(self, project: Path):
+        from service.project import DbtProject
+
+        self.project = project
+        with self.schema():
+            self.service = DbtProject(project, "local")
+            self.service.parse()
+
+    class schema:
+        def __enter__(self):
+            self.before = os.environ.get("ZYNC_SCHEMA")
+            os.environ["ZYNC_SCHEMA"] = S3_SCHEMA
+
+        def __exit__(self, *_):
+            if self.before is None:
+                os.environ.pop("ZYNC_SCHEMA", None)
+            else:
+                os.environ["ZYNC_SCHEMA"] = self.before
+
+
 class Bench:
-    def __init__(self, spark, project: Path, clock: StatementClock):
+    def __init__(self, spark, project: Path, clock: StatementClock, on_s3: OnS3 | None = None):
         from service.project import DbtProject
 
         self.spark, self.project, self.clock = spark, project, clock
         self.service = DbtProject(project, "local")  # as `zync run` holds it: parsed once
         self.service.parse()
+        self.on_s3 = on_s3
 
     def dbt(self, *args: str) -> float:
         from dbt.cli.main import dbtRunner
@@ -164,51 +200,58 @@ class Bench:
             raise SystemExit(f"dbt {' '.join(args)} failed: {result.exception or result.result}")
         return elapsed
 
-    def zync_run(self, model: str) -> float:
-        started = time.perf_counter()
-        ran = self.service.run([model])
-        elapsed = time.perf_counter() - started
+    def zync_run(self, model: str, schema: str = SCHEMA) -> float:
+        if schema == S3_SCHEMA:
+            with self.on_s3.schema():
+                started = time.perf_counter()
+                ran = self.on_s3.service.run([model])
+                elapsed = time.perf_counter() - started
+        else:
+            started = time.perf_counter()
+            ran = self.service.run([model])
+            elapsed = time.perf_counter() - started
         if not all(r.ok for r in ran):
             raise SystemExit(f"zync run of {model} failed: {ran}")
         return elapsed
 
-    def history(self, table: str):
-        return self.spark.sql(f"describe history zync.{table}").orderBy("version", ascending=False)
+    def history(self, table: str, schema: str = SCHEMA):
+        return self.spark.sql(f"describe history {schema}.{table}").orderBy("version", ascending=False)
 
-    def fingerprint(self, table: str, columns: list[str]) -> tuple[int, str]:
+    def fingerprint(self, table: str, columns: list[str], schema: str = SCHEMA) -> tuple[int, str]:
         names = ", ".join(f"`{c}`" for c in columns)
         row = self.spark.sql(f"select count(*), cast(sum(cast(xxhash64({names}) as decimal(38, 0))) as string) "
-                             f"from zync.{table}").first()
+                             f"from {schema}.{table}").first()
         return row[0], row[1]
 
-    def reset_mirror(self, rows: int) -> None:
+    def reset_mirror(self, rows: int, schema: str = SCHEMA) -> None:
         """The mirror back to its snapshot build (version 0); the RESTORE carries version 0's cursor, as the
         build did, so that the run reads it from the newest commit however long the history has grown."""
         mirror = mirror_name(rows) + MIRROR_BASE_SUFFIX  # what a mirror's run folds into (its name is a view)
-        if self.history(mirror).first()["version"] == 0:
+        if self.history(mirror, schema).first()["version"] == 0:
             return
-        built = self.spark.sql(f"describe history zync.{mirror}").where("version = 0").first()["userMetadata"]
+        built = self.spark.sql(f"describe history {schema}.{mirror}").where("version = 0").first()["userMetadata"]
         self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", built)
         try:
-            self.spark.sql(f"restore table zync.{mirror} to version as of 0")
+            self.spark.sql(f"restore table {schema}.{mirror} to version as of 0")
         finally:
             self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
 
-    def prepare(self, rows: int, changes: int, reuse: bool) -> dict:
+    def prepare(self, rows: int, changes: int, reuse: bool, schema: str = SCHEMA) -> dict:
         """The raw table at its snapshot plus this case's changes; the mirror at its snapshot build."""
         raw, mirror = raw_name(rows), mirror_name(rows)
-        tables = {t.name for t in self.spark.catalog.listTables("zync")} if self.spark.catalog.databaseExists("zync") else set()
+        tables = ({t.name for t in self.spark.catalog.listTables(schema)}
+                  if self.spark.catalog.databaseExists(schema) else set())
         started = time.perf_counter()
         fresh = not (reuse and raw in tables and mirror in tables
-                     and self.spark.sql(f"select count(*) from zync.{raw} version as of 0").first()[0] == rows)
+                     and self.spark.sql(f"select count(*) from {schema}.{raw} version as of 0").first()[0] == rows)
         if fresh:
-            drop_relation(self.spark, f"zync.{mirror}")
-            write_snapshot(self.spark, rows)
-            self.zync_run(mirror)  # first run: built from the snapshot (version 0)
+            drop_relation(self.spark, f"{schema}.{mirror}")
+            write_snapshot(self.spark, rows, schema)
+            self.zync_run(mirror, schema)  # first run: built from the snapshot (version 0)
         else:
-            self.spark.sql(f"restore table zync.{raw} to version as of 0")
-            self.reset_mirror(rows)
-        mix = append_changes(self.spark, rows, changes)
+            self.spark.sql(f"restore table {schema}.{raw} to version as of 0")
+            self.reset_mirror(rows, schema)
+        mix = append_changes(self.spark, rows, changes, schema)
         return {**mix, "prepared_fresh": fresh, "prepare_seconds": round(time.perf_counter() - started, 1)}
 
     def run_case(self, rows: int, changes: int, designs: list[str], repeat: int, reuse: bool) -> dict:
@@ -216,6 +259,10 @@ class Bench:
         case = {"rows": rows, "changes": changes, **self.prepare(rows, changes, reuse)}
         print(f"\n{changes:,} changes into {rows:,} rows ({case['updates']:,} updates, {case['inserts']:,} inserts, "
               f"{case['deletes']:,} deletes); prepared in {case['prepare_seconds']} s", flush=True)
+        if "zync-run-s3" in designs:
+            on_s3 = self.prepare(rows, changes, reuse, S3_SCHEMA)
+            case["s3_prepared_fresh"], case["s3_prepare_seconds"] = on_s3["prepared_fresh"], on_s3["prepare_seconds"]
+            print(f"  the same on the S3 server: prepared in {on_s3['prepare_seconds']} s", flush=True)
         if "rebuild" not in designs:  # the reference contents all the same
             self.dbt("run", "--select", rebuild, "--full-refresh")
         expected = None
@@ -232,16 +279,19 @@ class Bench:
                     runs[design].append(round(seconds, 2))
                     print(f"  {design:24s} run {attempt + 1}: {seconds:6.2f} s", flush=True)
                     continue
-                self.reset_mirror(rows)
+                schema = S3_SCHEMA if design == "zync-run-s3" else SCHEMA
+                self.reset_mirror(rows, schema)
                 self.clock.start()
                 if design == "zync-run":
                     seconds = self.zync_run(mirror)
+                elif design == "zync-run-s3":
+                    seconds = self.zync_run(mirror, S3_SCHEMA)
                 elif design == "dbt-run":
                     seconds = self.dbt("run", "--select", mirror)
                 else:
                     seconds = self.dbt("run", "--select", mirror, "--vars", "{zync_mirror_key_filter_rows: 0}")
                 statements = self.clock.take()
-                merge = self.history(mirror + MIRROR_BASE_SUFFIX).first()
+                merge = self.history(mirror + MIRROR_BASE_SUFFIX, schema).first()
                 metrics = dict(merge["operationMetrics"] or {})
                 runs[design].append(round(seconds, 2))
                 profiles[design].append({
@@ -263,7 +313,7 @@ class Bench:
                 if expected is None:
                     self.dbt("run", "--select", rebuild, "--full-refresh")
                     expected = self.fingerprint(rebuild, self.spark.table(f"zync.{rebuild}").columns)
-                got = self.fingerprint(mirror, self.spark.table(f"zync.{rebuild}").columns)
+                got = self.fingerprint(mirror, self.spark.table(f"zync.{rebuild}").columns, schema)
                 assert got == expected, f"{design}: contents differ from the rebuild: {got} != {expected}"
         expected_rows = rows + case["inserts"] - case["deletes"]
         assert expected[0] == expected_rows, f"{expected[0]} rows, expected {expected_rows}"
@@ -274,6 +324,12 @@ class Bench:
         })
         if "rebuild" in best:
             case["rebuild_over"] = {d: round(best["rebuild"] / s, 1) for d, s in best.items() if d != "rebuild"}
+        if "zync-run" in best and "zync-run-s3" in best:
+            case["s3_over_local"] = {
+                "best": round(best["zync-run-s3"] / best["zync-run"], 2),
+                "median": round(statistics.median(runs["zync-run-s3"]) / statistics.median(runs["zync-run"]), 2)}
+            print(f"  zync-run on the S3 server / on local disk: best {case['s3_over_local']['best']}x, "
+                  f"median {case['s3_over_local']['median']}x", flush=True)
         for design, profile in profiles.items():
             quickest = min(profile, key=lambda p: p["seconds"])
             print(f"  {design}: best run's slowest statements: "
@@ -289,7 +345,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="10000x1000000,10000x10000000,100000x1000000",
                         help="CHANGESxROWS, comma-separated (default: %(default)s)")
-    parser.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)} (default: all)")
+    parser.add_argument("--designs", default=",".join(DEFAULT_DESIGNS),
+                        help=f"of {', '.join(DESIGNS)} (default: all but zync-run-s3)")
     parser.add_argument("--repeat", type=int, default=2, help="measure each design this many times, alternating")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the raw tables and mirrors of an earlier invocation (same state folder)")
@@ -305,9 +362,15 @@ def main() -> None:
     from zync.spark import spark_session
 
     OUT.mkdir(parents=True, exist_ok=True)
+    on_s3 = "zync-run-s3" in designs
+    if on_s3:  # the S3 server's endpoint and credentials for this process's Spark; the warehouse stays local
+        from stack import s3
+
+        os.environ.update({k: v for k, v in s3.environment().items() if k != "ZYNC_WAREHOUSE"})
     target = load_target("local")
-    services.up(target, only={"catalog"})  # its own catalog, on its own port
-    atexit.register(services.down, target, ["catalog"])
+    own = {"catalog", "s3"} if on_s3 else {"catalog"}
+    services.up(target, only=own, object_store=on_s3)  # its own catalog (and S3 server), on its own ports
+    atexit.register(services.down, target, own)
     spark = spark_session(target)
     from testkit.scratch import make_scratch_project
 
@@ -315,7 +378,13 @@ def main() -> None:
     project = make_scratch_project(OUT / "project", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path
     (project / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
     clock = StatementClock()
-    bench = Bench(spark, project, clock)
+    s3_side = None
+    if on_s3:
+        spark.sql(f"create schema if not exists {S3_SCHEMA} location '{s3.warehouse()}/{S3_SCHEMA}.db'")
+        s3_project = make_scratch_project(OUT / "project-s3", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path
+        (s3_project / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
+        s3_side = OnS3(s3_project)
+    bench = Bench(spark, project, clock, s3_side)
     results = []
     for rows in row_counts:  # a row count's cases together: one snapshot each
         for changes, case_rows in cases:

@@ -2,11 +2,17 @@
 Debezium's JDBC sink upserting the same topics into PostgreSQL in the same run as the anchor.
 
     .venv/bin/python bench/wide.py [--tables N ...] [--skew uniform|zipf ...]
-        [--rate 100] [--seconds 120] [--rows 2000] [--seed 1] [--drain 600] [--keep]
+        [--rate 100] [--seconds 120] [--rows 2000] [--seed 1] [--drain 600] [--designs local,s3] [--keep]
 
 Defaults: N = 10, 50 and 200 tables, each with both skews, in turn. One command, alone on the machine:
 it starts its own Kafka, registry, catalog, Kafka Connect and PostgreSQL (`zync up --connect`, its own
 state folder .local/bench-wide-state and ports) and stops them at the end (--keep leaves them).
+
+--designs local,s3 runs each N and skew twice, alternating: `zync run` with its tables on local disk,
+and with its warehouse on an S3 server the benchmark starts (`zync up --s3`, S3Proxy over a folder
+of the state folder, loopback; docs/object-storage.md), its tables in a database of their own
+(zync_s3), on topics of their own (server w050us3 ...). The Delta logs are read where the server keeps
+its objects (one file an object), the commit's time being its log object's.
 
 Per N and skew, on topics of their own (`<server>.public.t001` ...; server e.g. w050u: 50 tables,
 uniform):
@@ -28,7 +34,7 @@ uniform):
 
 Latency of a change: from its produce call (time.time() at the call) to when it is visible, on the
 same clock:
-- in its mirror: the Delta logs on disk (the warehouse below the state folder). A mirror that is a
+- in its mirror: the Delta logs on disk (the warehouse below the state folder, or the S3 server's folder). A mirror that is a
   Delta table: the first of its commits whose cursor (commit userMetadata, macros/mirror/cursor/)
   reached the change's offset. A mirror that is a view over `<mirror>__base` and the raw table
   (merge-on-read): the first raw-table commit adding the change's offset (its files' kafka.offset
@@ -79,9 +85,11 @@ STATE = ROOT / ".local" / "bench-wide-state"
 PROJECTS = STATE / "projects"
 LOGS = STATE / "logs"
 PORTS = {"ZYNC_KAFKA_PORT": "24792", "ZYNC_REGISTRY_PORT": "24781", "ZYNC_CATALOG_PORT": "25127",
-         "ZYNC_CONNECT_PORT": "24783", "ZYNC_POSTGRES_PORT": "24732"}
+         "ZYNC_CONNECT_PORT": "24783", "ZYNC_POSTGRES_PORT": "24732", "ZYNC_S3_PORT": "24790"}
 BIN = ROOT / ".venv" / "bin"
 SCHEMA = "zync"  # the local target's schema: raw tables and mirrors
+S3_SCHEMA = "zync_s3"  # the s3 design's: a database of its own, made in the S3 server's warehouse
+DESIGNS = ("local", "s3")
 DB_SCHEMA = "public"  # the source database's schema, in the topic names
 PARTITION = 0  # every topic has one
 ARRIVALS = "_arrivals"
@@ -454,15 +462,38 @@ def pattern_mirror_file(server: str, topics: list[str]) -> str:
 mirror_file = pattern_mirror_file
 
 
-def zync(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "zync"), *args], cwd=cwd, env={**os.environ, "ZYNC_PROJECT_DIR": str(cwd)},
+def zync(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "zync"), *args], cwd=cwd,
+                          env={**os.environ, **(env or {}), "ZYNC_PROJECT_DIR": str(cwd)},
                           text=True, capture_output=True)
+
+
+def design_env(design: str) -> dict[str, str]:
+    """The environment of a design's zync processes: none for local disk; for s3 the S3 server's
+    warehouse, endpoint and credentials file, and a database of its own."""
+    if design == "local":
+        return {}
+    from stack import s3
+
+    return {**s3.environment(), "ZYNC_SCHEMA": S3_SCHEMA}
+
+
+def database_folder(design: str) -> Path:
+    """Where a design's tables are files: the local warehouse's database folder, or the S3 server's
+    folder of the warehouse's objects (its filesystem store keeps an object as a file of its key)."""
+    if design == "local":
+        return Path(os.environ["ZYNC_STATE_DIR"]) / "warehouse" / f"{SCHEMA}.db"
+    from stack import s3
+
+    bucket, prefix = s3.warehouse().removeprefix("s3a://").split("/", 1)
+    return s3.folder() / "data" / bucket / prefix / f"{S3_SCHEMA}.db"
 
 
 class ZyncRun:
     """One `zync run` process of the project, as a user starts it; its log in a file, its memory watched."""
 
-    def __init__(self, project: Path, log: Path, threads: int | None = None, options: tuple[str, ...] = ()):
+    def __init__(self, project: Path, log: Path, threads: int | None = None, options: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None):
         from bench.rss import PeakRss
 
         self.log = log
@@ -470,7 +501,7 @@ class ZyncRun:
         self.started = time.time()
         more = ["--threads", str(threads)] if threads else []
         self.process = subprocess.Popen([str(BIN / "zync"), "run", "--interval", "1s", *more, *options], cwd=project,
-                                        env={**os.environ, "ZYNC_PROJECT_DIR": str(project)},
+                                        env={**os.environ, **(env or {}), "ZYNC_PROJECT_DIR": str(project)},
                                         stdout=self.out, stderr=subprocess.STDOUT)
         self.rss = PeakRss(self.process.pid)
         self._read_to = 0  # bytes of the log read by built_at
@@ -653,6 +684,7 @@ def read_mirrors(spec: Path) -> None:
     from zync.spark import spark_session
 
     job = json.loads(spec.read_text())
+    schema = job.get("schema", SCHEMA)
     spark = spark_session(load_target(None))
     found: dict[str, dict[int, list]] = {}
     # One query a mirror, as a user reads one: a union of many mirrors' views is one plan holding
@@ -661,7 +693,7 @@ def read_mirrors(spec: Path) -> None:
     failed: dict[str, str] = {}
     for table, mirror in job["mirrors"].items():
         query = (f"select id, name, amount, unix_millis(updated_at) as updated_at, "
-                 f"cast(price as string) as price, seq from {SCHEMA}.{mirror}")
+                 f"cast(price as string) as price, seq from {schema}.{mirror}")
         try:
             rows = spark.sql(query).collect()
         except Exception as error:  # noqa: BLE001 - kept per mirror, so one failing read names its mirror
@@ -678,7 +710,8 @@ def read_mirrors(spec: Path) -> None:
     Path(job["out"]).write_text(json.dumps({"rows": found, "failed": failed}))
 
 
-def mirror_contents(mirrors: dict[str, str], work: Path) -> tuple[dict[str, dict[int, tuple]], dict[str, str]]:
+def mirror_contents(mirrors: dict[str, str], work: Path,
+                    design: str = "local") -> tuple[dict[str, dict[int, tuple]], dict[str, str]]:
     """Every mirror's rows, read READ_MIRRORS_PER_JVM at a time, each group by a Spark process of its own.
 
     A JVM keeps every Delta table it has read in Delta's DeltaLog cache, with its snapshots' state
@@ -691,11 +724,13 @@ def mirror_contents(mirrors: dict[str, str], work: Path) -> tuple[dict[str, dict
     for start in range(0, len(names), READ_MIRRORS_PER_JVM):
         group = {t: mirrors[t] for t in names[start:start + READ_MIRRORS_PER_JVM]}
         spec, out = work / "read-mirrors.json", work / "mirrors-read.json"
-        spec.write_text(json.dumps({"mirrors": group, "out": str(out)}))
+        spec.write_text(json.dumps({"mirrors": group, "out": str(out),
+                                    "schema": S3_SCHEMA if design == "s3" else SCHEMA}))
         errors = work / "read-mirrors.err"
         with errors.open("w") as stderr:
             done = subprocess.run([str(BIN / "python"), str(Path(__file__).resolve()), "--read-mirrors", str(spec)],
-                                  cwd=ROOT, text=True, stdout=subprocess.DEVNULL, stderr=stderr)
+                                  cwd=ROOT, text=True, stdout=subprocess.DEVNULL, stderr=stderr,
+                                  env={**os.environ, **design_env(design)})
         if done.returncode != 0:
             # The first lines say what failed; a JVM trace's last ones only where.
             causes = [line for line in errors.read_text().splitlines()
@@ -741,29 +776,31 @@ def latency_figures(pairs: list[tuple[float, float | None]], start: float, end: 
     return figures
 
 
-def run_one(target, tables: int, skew: str, args, threads: int | None = None) -> dict:
+def run_one(target, tables: int, skew: str, args, threads: int | None = None, design: str = "local") -> dict:
     from stack import connect_worker
     from bench.rss import PeakRss
     from testkit.scratch import user_project
     from zync.tables import raw_table_name
 
-    server = f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "")
-    print(f"\n== {tables} tables, {skew}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
+    server = f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "") + ("s3" if design == "s3" else "")
+    where = "on the S3 server" if design == "s3" else "on local disk"
+    print(f"\n== {tables} tables, {skew}, {where}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
     result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
-                              "seconds": args.seconds, "threads": threads}
+                              "seconds": args.seconds, "threads": threads, "design": design}
+    env = design_env(design)
     source = Source(target, server, tables, args.seed)
     mirrors = {t: mirror_name(server, t) for t in source.tables}
     raw = {t: raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
 
     project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics)})
-    compiled = zync("etl", "compile", cwd=project)
+    compiled = zync("etl", "compile", cwd=project, env=env)
     if compiled.returncode != 0:
         raise SystemExit(f"zync etl compile failed:\n{compiled.stdout}{compiled.stderr}")
     anchor = Anchor(target, server, source.topics)
     connect_pid = connect_worker.service(target).pid()
     connect_rss = PeakRss(connect_pid) if connect_pid else None
-    run = ZyncRun(project, LOGS / f"run-{server}.log", threads)
-    database = Path(os.environ["ZYNC_STATE_DIR"]) / "warehouse" / f"{SCHEMA}.db"
+    run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env)
+    database = database_folder(design)
     logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at) for t in source.tables}
     try:
         result["zync_run_ready_s"] = round(run.wait_ready(), 1)
@@ -841,7 +878,7 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None) ->
 
     # Contents against the source's final state.
     expected = source.expected()
-    found, failed_reads = mirror_contents(mirrors, PROJECTS / server)
+    found, failed_reads = mirror_contents(mirrors, PROJECTS / server, design)
     result["zync"]["contents"] = differences(found, expected)
     result["zync"]["contents"]["failed_reads"] = failed_reads
     result["jdbc_sink"]["contents"] = differences(anchor.contents(source.tables), expected)
@@ -869,7 +906,8 @@ def print_table(results: list[dict]) -> None:
             "backlog mid>end", "bounded", "rows equal", "peak RSS MB", "cycle p50/max s")
     rows = []
     for r in results:
-        ours = "zync run" + (f" --threads {r['threads']}" if r.get("threads") else "")
+        ours = "zync run" + (f" --threads {r['threads']}" if r.get("threads") else "") + (
+            " (S3)" if r.get("design") == "s3" else "")
         for side, label in (("zync", ours), ("jdbc_sink", "JDBC sink")):
             f = r[side]
             if side == "zync":
@@ -903,19 +941,38 @@ def checks(results: list[dict]) -> list[dict]:
             else:
                 value = f.get(key)
                 ok, said = value is not None and value <= limit, f"{key[:-2]} {fmt(value)} s <= {limit:g} s"
-            found.append({"tables": r["tables"], "skew": r["skew"], "check": said, "pass": bool(ok)})
-    for skew in sorted({r["skew"] for r in results}):
+            found.append({"tables": r["tables"], "skew": r["skew"], "design": r.get("design", "local"),
+                          "check": said, "pass": bool(ok)})
+    for skew, design in sorted({(r["skew"], r.get("design", "local")) for r in results}):
         by_n = sorted((r["tables"], r["zync_run_memory"]["peak_python_mb"] + r["zync_run_memory"]["peak_jvm_mb"])
-                      for r in results if r["skew"] == skew)
+                      for r in results if r["skew"] == skew and r.get("design", "local") == design)
         if len(by_n) >= 2:
             (small, low), (large, high) = by_n[0], by_n[-1]
-            found.append({"tables": f"{small}->{large}", "skew": skew, "pass": high <= MEMORY_GROWTH * low,
+            found.append({"tables": f"{small}->{large}", "skew": skew, "design": design,
+                          "pass": high <= MEMORY_GROWTH * low,
                           "check": f"memory bounded in N: {low} MB -> {high} MB (<= {MEMORY_GROWTH}x)"})
     for r in results:
         for side in ("zync", "jdbc_sink"):
-            found.append({"tables": r["tables"], "skew": r["skew"], "pass": r[side]["contents"]["equal"],
+            found.append({"tables": r["tables"], "skew": r["skew"], "design": r.get("design", "local"),
+                          "pass": r[side]["contents"]["equal"],
                           "check": f"{'zync run' if side == 'zync' else 'JDBC sink'}: rows equal the source's "
                                    f"final state ({r[side]['contents']})"})
+    return found
+
+
+def s3_ratios(results: list[dict]) -> list[dict]:
+    """Per N, skew and --threads measured on both: zync run's p50 and p99 on the S3 server over local disk's."""
+    found = []
+    for r in results:
+        if r.get("design") != "s3":
+            continue
+        local = next((l for l in results if l.get("design", "local") == "local" and
+                      (l["tables"], l["skew"], l.get("threads")) == (r["tables"], r["skew"], r.get("threads"))), None)
+        if local is None:
+            continue
+        ratio = {q: round(r["zync"][f"{q}_s"] / local["zync"][f"{q}_s"], 2)
+                 if r["zync"].get(f"{q}_s") and local["zync"].get(f"{q}_s") else None for q in ("p50", "p99")}
+        found.append({"tables": r["tables"], "skew": r["skew"], "threads": r.get("threads"), **ratio})
     return found
 
 
@@ -942,6 +999,10 @@ def main() -> None:
     parser.add_argument("--build-timeout", type=float, default=1800.0, help="seconds to wait for the first build")
     parser.add_argument("--threads", type=int, action="append",
                         help="zync run --threads N (repeatable: each N and skew runs once per value, alternating)")
+    parser.add_argument("--designs", default="local",
+                        help="where zync run's tables are, comma-separated, each N and skew running once per "
+                             "design, alternating: local (local disk, the default) and s3 (the S3 server the "
+                             "benchmark starts, `zync up --s3`)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     parser.add_argument("--read-mirrors", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -953,6 +1014,9 @@ def main() -> None:
 
     tables = args.tables or [10, 50, 200]
     skews = args.skew or ["uniform", "zipf"]
+    designs = [d.strip() for d in args.designs.split(",") if d.strip()]
+    if set(designs) - set(DESIGNS):
+        parser.error(f"--designs: of {', '.join(DESIGNS)}")
     command = " ".join(["bench/wide.py", *sys.argv[1:]])
     date = dt.datetime.now(dt.timezone.utc)
     if STATE.exists():
@@ -960,31 +1024,40 @@ def main() -> None:
         shutil.rmtree(STATE, ignore_errors=True)
     LOGS.mkdir(parents=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    up = zync("up", "--connect", cwd=ROOT)
+    up = zync("up", "--connect", *(["--s3"] if "s3" in designs else []), cwd=ROOT)
     if up.returncode != 0:
         raise SystemExit(f"zync up --connect failed:\n{up.stdout}{up.stderr}")
     results: list[dict] = []
     began = time.monotonic()
     try:
         target = load_target(None)
+        turn = 0
         for n in tables:
             for skew in skews:
-                # Designs compared (zync run --threads) alternate: the order flips from one N to the next.
-                order = args.threads or [None]
-                for threads in (order if len(results) % 2 == 0 else order[::-1]):
-                    results.append(run_one(target, n, skew, args, threads))
+                # Designs compared (zync run --threads, where the tables are) alternate: the order
+                # flips from one N and skew to the next.
+                order = [(threads, design) for threads in (args.threads or [None]) for design in designs]
+                for threads, design in (order if turn % 2 == 0 else order[::-1]):
+                    results.append(run_one(target, n, skew, args, threads, design))
+                turn += 1
     finally:
         if not args.keep:
             zync("down", cwd=ROOT)
     print(f"\n{command}\n{date:%Y-%m-%d %H:%M} UTC, {machine()}; whole run {time.monotonic() - began:.0f} s")
     print_table(results)
     verdicts = checks(results)
+    ratios = s3_ratios(results)
+    for r in ratios:
+        print(f"{r['tables']} tables, {r['skew']}: S3 / local disk, zync run's latency p50 {r['p50']}x, "
+              f"p99 {r['p99']}x")
     print()
     for v in verdicts:
-        print(f"{'PASS' if v['pass'] else 'FAIL'}  {v['tables']} tables, {v['skew']}: {v['check']}")
+        where = " (S3)" if v.get("design") == "s3" else ""
+        print(f"{'PASS' if v['pass'] else 'FAIL'}  {v['tables']} tables, {v['skew']}{where}: {v['check']}")
     path = OUT / f"wide-{date:%Y-%m-%dT%H%M}.json"
     path.write_text(json.dumps({"command": command, "date": date.isoformat(timespec="seconds"), "machine": machine(),
                                 "whole_run_s": round(time.monotonic() - began), "runs": results,
+                                "s3_over_local": ratios,
                                 "checks": verdicts}, indent=2))
     print(f"JSON: {path}")
 

@@ -6,6 +6,16 @@ kafka.offset >= it, in order, with an idempotent producer and no transactions
 row's own offset; anything else means another writer, and egress stops.
 A restart resumes exactly where Kafka stands.
 
+Two egresses of one output topic on one machine (a second `zync run` of the
+project, a `zync to-kafka` beside it) take turns: a pass, from reading the
+high-water mark to its last delivery report, holds a lock of the topic (a
+file lock in $ZYNC_EGRESS_LOCK_DIR, default <temp>/zync-egress, named by the
+brokers and the topic), so the second reads the mark after the first's
+records and publishes only the rows past them. Without it both read the same
+mark, both produce the rows past it, and the second's records are
+duplicates that stay. The kernel releases the lock of a process that dies,
+kill -9 included.
+
 The rows are encoded in the JVM (egress.encode) by one Spark query, in
 partitions of `batch_size` offsets, and streamed to Python as Arrow one
 partition after another in offset order (egress.stream), so memory follows
@@ -14,8 +24,14 @@ the batch size, not the table.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -40,6 +56,49 @@ __all__ = ["Egress", "OffsetMismatchError"]
 
 DEFAULT_BATCH_SIZE = 100_000
 FOLLOW_POLL_S = 2.0
+LOCK_DIR_ENV = "ZYNC_EGRESS_LOCK_DIR"
+LOCK_WAIT_S = 300.0  # a pass of another egress ends within its flush's 60 s after its last batch
+LOCK_POLL_S = 0.1
+
+
+class EgressBusyError(ZyncError):
+    """Another egress of the topic held its lock for longer than LOCK_WAIT_S."""
+
+
+def lock_path(bootstrap_servers: str, topic: str) -> Path:
+    """The lock file of one output topic of one Kafka cluster, the same for every process of the machine."""
+    folder = Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "zync-egress")
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            os.chmod(folder, 0o1777)  # every user's egress takes its turn there, as in /tmp
+        except OSError:
+            pass
+    servers = ",".join(sorted(s.strip() for s in bootstrap_servers.split(",") if s.strip()))
+    return folder / (hashlib.sha256(f"{servers}\n{topic}".encode()).hexdigest()[:32] + ".lock")
+
+
+@contextmanager
+def topic_turn(bootstrap_servers: str, topic: str, stop: threading.Event | None = None,
+               wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the topic's egress lock: wait (up to `wait_s`) for another egress's pass to end."""
+    path = lock_path(bootstrap_servers, topic)
+    with open(path, "a") as handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+                    raise EgressBusyError(
+                        f"another egress of {topic} on this machine has been publishing for over {wait_s:.0f} s "
+                        f"(it holds {path}); egress tries again") from None
+                time.sleep(LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)
@@ -202,6 +261,10 @@ class Egress:
 
     def publish_once(self, progress: Progress, published: int = 0) -> int:
         """Produce every out row at or past the topic's high-water mark; return how many."""
+        with topic_turn(str(self.target.kafka.get("bootstrap.servers", "")), self.topic, self._stop):
+            return self._publish_once(progress, published)
+
+    def _publish_once(self, progress: Progress, published: int) -> int:
         kafka_client.ensure_topic(self.target, self.topic)
         parts = kafka_client.partitions(self.target, self.topic)
         if parts != [0]:

@@ -59,3 +59,58 @@ def test_partial_schemas_keep_only_their_fields_all_optional():
 def test_record_names_are_avro_names():
     assert record_name("my.topic-1", "value") == "my_topic_1_value"
     assert record_name("1st", "key") == "_1st_key"
+
+
+def test_egresses_of_one_topic_take_turns_and_a_dead_holder_frees_its_turn(tmp_path, monkeypatch):
+    """The topic's egress lock: a second pass waits for the first; a holder killed with -9 frees it."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from egress.to_kafka import LOCK_DIR_ENV, EgressBusyError, lock_path, topic_turn
+
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path))
+    servers, topic = "127.0.0.1:9092", "Out"
+    assert lock_path(servers, topic) == lock_path(" 127.0.0.1:9092 ", topic) != lock_path(servers, "Other")
+    assert lock_path(servers, topic) != lock_path("127.0.0.1:9093", topic)
+
+    order = []
+    inside = threading.Event()
+
+    def first():
+        with topic_turn(servers, topic):
+            inside.set()
+            order.append("first in")
+            time.sleep(0.5)
+            order.append("first out")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(5)
+    with topic_turn(servers, topic):
+        order.append("second in")
+    thread.join()
+    assert order == ["first in", "first out", "second in"]
+
+    # Another process holds the turn: a pass gives up after its wait, and takes it once that process is killed.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+                               "print('held', flush=True); time.sleep(600)", str(lock_path(servers, topic))],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(EgressBusyError, match="another egress of Out"):
+            with topic_turn(servers, topic, wait_s=0.3):
+                pass
+        stop = threading.Event()
+        stop.set()
+        with pytest.raises(EgressBusyError):  # a stopping egress does not wait its turn out
+            with topic_turn(servers, topic, stop=stop):
+                pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    with topic_turn(servers, topic, wait_s=5):
+        pass

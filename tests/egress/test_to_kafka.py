@@ -116,6 +116,43 @@ def test_a_writer_during_egress_is_caught_by_the_delivered_offsets(target, spark
     assert f"output offset {egress.first_batch} landed at Kafka offset {egress.first_batch + 1}" in str(raised.value)
 
 
+def test_two_egresses_of_one_output_at_once_publish_each_record_once(target, spark, tmp_path, monkeypatch):
+    """A second egress of the same output (a second `zync run` of the project) while the first is
+    mid-pass: it waits its turn, then publishes only the rows past the first's records."""
+    monkeypatch.setenv(to_kafka.LOCK_DIR_ENV, str(tmp_path))
+    topic, table = "egress_Twice", "egress_twice"
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": i}, {"id": i, "name": "x", "amount": 0.0}, None) for i in range(6)]))
+
+    class SlowBetweenBatches(Egress):
+        def _batches(self, encoded, pending):
+            for batch in super()._batches(encoded, pending):
+                yield batch
+                time.sleep(1.0)  # the second egress starts meanwhile
+
+    first = SlowBetweenBatches(target, table, batch_size=2)
+    second = Egress(target, table, batch_size=2)
+    counts, errors = {}, []
+
+    def run(name, egress):
+        try:
+            counts[name] = egress.run()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    thread = threading.Thread(target=run, args=("first", first))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while _high(target, topic) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert 0 < _high(target, topic) < 6  # the first is mid-pass
+    run("second", second)
+    thread.join(60)
+    assert not errors, errors
+    assert counts == {"first": 6, "second": 0}
+    assert [(o, k["id"]) for o, k, _ in _values(target, topic)] == [(i, i) for i in range(6)]
+
+
 def test_successive_shapes_pass_a_backward_compatibility_rule(target, spark):
     topic, table = "egress_Compat", "egress_compat"
     registry = Registry(target.schema_registry)
