@@ -280,15 +280,15 @@ def _worker(index: int, master_port: int, master_url: str, root: Path | None, al
     work = worker_dir(index)
     rpc_port, ui_port = worker_ports(master_port, index)
     env = _env()
-    spark_class = str(spark_home() / "bin" / "spark-class")
     if root is None:
+        home = spark_home()
         prepare = lambda: work.mkdir(parents=True, exist_ok=True)  # noqa: E731
     else:
-        spark_class = str(root / "spark" / "bin" / "spark-class")
-        env |= {"SPARK_HOME": str(root / "spark"), "SPARK_LOCAL_DIRS": str(work.parent / "local"),
+        home = root / "spark"
+        env |= {"SPARK_HOME": str(home), "SPARK_LOCAL_DIRS": str(work.parent / "local"),
                 **{variable: str(copy) for variable, copy in _credential_copies(root).items()}}
         prepare = lambda: _prepare_own_worker(root, index)  # noqa: E731
-    command = [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", LOOPBACK,
+    command = [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", master_url, "--host", LOOPBACK,
                "--port", str(rpc_port), "--webui-port", str(ui_port), "--cores", str(WORKER_CORES),
                "--memory", WORKER_MEMORY, "--work-dir", str(work)]
     return Service(

@@ -299,7 +299,8 @@ def _all(target: Target, connect: bool, cluster: bool = False, object_store: boo
     extra = _unique(extra + [s for s in metastore_services(target) if metastore or s.folder.exists()])
     # The cluster's settings come from the `cluster` target: read only when the cluster is asked
     # for or was started here, so a project without that target keeps its `zync up`.
-    started = any((state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES) or spark_cluster.started_workers() > 0
+    started = spark_cluster.started_workers() > 0 or any(
+        (state_dir() / name).exists() for name in spark_cluster.SERVICE_NAMES)
     spark = [s for s in cluster_services() if cluster or s.folder.exists()] if cluster or started else []
     return services(target) + extra + spark
 
@@ -311,7 +312,7 @@ _LATER_PHASES = (("connect", "spark-master", hive_metastore.NAME), ("spark-worke
 
 
 def _phase(name: str) -> int:
-    """The start phase of a service (0: the first); every worker of the cluster starts with the first."""
+    """The start phase of a service (0: the first); worker n >= 2 (`spark-worker-<n>`) starts in the first worker's."""
     name = spark_cluster.SERVICE_NAMES[1] if name.startswith(spark_cluster.SERVICE_NAMES[1] + "-") else name
     return next((number for number, phase in enumerate(_LATER_PHASES, 1) if name in phase), 0)
 
