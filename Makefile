@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: prometheus setup demo demo-postgres demo-database test fuzz jars venv postgres class-archive bench-deps bench-report docs up up-connect down clean chaos-run chaos
+.PHONY: prometheus setup demo demo-postgres demo-database test test-cluster fuzz jars venv postgres class-archive bench-deps bench-report docs up up-connect down clean chaos-run chaos
 
 setup: venv jars postgres class-archive prometheus
 
@@ -111,6 +111,12 @@ demo-database: setup
 
 test: setup
 	$(BIN)/pytest
+
+# The Spark cluster's long run (tests/cluster, marker `campaign`; `make test` runs its short version):
+# zync's invoices demo and a database of 20 tables through `zync run --target cluster`, dbt test and
+# dbt run through the Thrift Server, on workers that share only the S3 server and the catalog service.
+test-cluster: setup
+	$(BIN)/pytest -p no:cacheprovider -m '' tests/cluster
 
 # The random-input tests at length: the compiler's and `zync produce`'s fuzzers with 3,000 examples
 # each, and 25 examples of random Avro schemas through ingest and egress with a new seed each run

@@ -11,7 +11,9 @@ service.
 its executors on the workers) and moves zync's invoices demo, batch by batch, to exactly zync's own
 NewInvoices stream and keeps the invoices mirror, and mirrors a database of 20 tables through one
 pattern entry; meanwhile `dbt test` goes through the Spark Thrift Server (another application of the
-same cluster), which also serves this test's reads of the same tables.
+same cluster), which also serves this test's reads of the same tables. That run takes five minutes
+here: it is a campaign of its own (`make test-cluster`, marker `campaign`), and `make test` runs its
+short version, `zync run --once` over the demo's first batch and a database of three tables.
 
 The demo's first two batches flow here, produced together before the run's first cycle: every
 Invoices change (the mirror's whole input), pairs from the snapshot and from new rows, and Dan's
@@ -40,18 +42,22 @@ from pyhive import hive
 from stack import cluster as spark_cluster
 from stack import services
 from tests.conftest import ROOT, TEST_STATE
-from testkit.harness import BIN, RunProcess, wait_until
+from testkit.harness import BIN, WAIT_S, RunProcess, wait_until
 from testkit.invoices import DEMO, invoices_project
 from zync import topics
 
 ZYNC_APP = "zync (cluster)"
 BATCHES = (1, 2)  # the demo batches fed through the cluster (see above)
 DATABASE_TABLES = 20  # a database's tables, each a topic of Debezium's shape, one pattern entry mirrors them
-DATABASE_PREFIX = "clusterdb.public."
-DATABASE_MIRRORS = r"""
+SHORT_TABLES = 3  # the suite's short run: a database of this few tables
+
+
+def database_mirrors(database: str) -> str:
+    """One pattern entry mirroring every table of `database` (topics `<database>.public.<table>`)."""
+    return f"""
 mirrors:
-  - topics: 'clusterdb\.public\..*'
-    name: 'clusterdb_{table}'
+  - topics: '{database}\\.public\\..*'
+    name: '{database}_{{table}}'
 """
 
 
@@ -77,10 +83,11 @@ def database_changes(table: int) -> list[tuple[str, int, str | None]]:
             ("d", 3, None), ("c", 4, f"di{table}")]
 
 
-def produce_database(target) -> dict[str, set[tuple[int, str]]]:
-    """The 20 tables' changes, as Debezium writes them; {mirror: its rows after them}."""
+def produce_database(target, database: str = "clusterdb", tables: int = DATABASE_TABLES
+                     ) -> dict[str, set[tuple[int, str]]]:
+    """The tables' changes, as Debezium writes them; {mirror: its rows after them}."""
     expected = {}
-    for table in range(1, DATABASE_TABLES + 1):
+    for table in range(1, tables + 1):
         records, rows = [], {}
         for op, key, customer in database_changes(table):
             row = {"ID": key, "customer": customer, "item": f"item{key}"}
@@ -91,9 +98,9 @@ def produce_database(target) -> dict[str, set[tuple[int, str]]]:
                 rows.pop(key)
             else:
                 rows[key] = row
-        topics.produce(target, f"{DATABASE_PREFIX}t{table:02d}", records, DEMO / "schemas" / "Invoices-key.avsc",
+        topics.produce(target, f"{database}.public.t{table:02d}", records, DEMO / "schemas" / "Invoices-key.avsc",
                        DEMO / "schemas" / "Invoices-value.avsc")
-        expected[f"clusterdb_t{table:02d}"] = {(row["ID"], row["customer"]) for row in rows.values()}
+        expected[f"{database}_t{table:02d}"] = {(row["ID"], row["customer"]) for row in rows.values()}
     return expected
 
 
@@ -166,12 +173,34 @@ def test_zync_up_cluster_runs_a_master_two_workers_of_their_own_and_the_thrift_s
         query(cluster, f"select count(*) from text.`file:{ROOT / 'README.md'}`")
 
 
+def test_zync_run_once_on_the_cluster_gives_the_first_batch_and_mirrors_a_small_database(cluster, cluster_env, target):
+    """The suite's short run of the flow below: `zync run --once --target cluster` over the demo's first
+    batch and a database of a few tables; the output topic and the mirrors, read through the Thrift
+    Server, are exact."""
+    schema = cluster_env["ZYNC_SCHEMA"]
+    project = invoices_project(TEST_STATE / f"cluster-{uuid.uuid4().hex[:6]}", "Short")
+    (project.path / "transforms" / "shortdb.yml").write_text(database_mirrors("shortdb"))
+    database = produce_database(target, "shortdb", SHORT_TABLES)
+    project.produce_batch(target, 1)
+    run = RunProcess(project, project.path / "zync-run.log", target="cluster", options=("--once",))
+    try:
+        assert run.process.wait(WAIT_S) == 0, run.log.read_text()[-3000:]
+    finally:
+        if run.process.poll() is None:
+            run.kill()
+    assert project.published(target) == project.expected(1)
+    assert mirrored(cluster, schema, database) == database
+    location = query(cluster, f"describe detail {schema}.{project.name('raw_invoices')}")[0][4]
+    assert location.startswith(f"{cluster_env['ZYNC_WAREHOUSE']}/{schema}.db/"), location
+
+
+@pytest.mark.campaign
 def test_the_invoices_demo_and_a_database_flow_on_the_cluster_while_dbt_test_runs_through_the_thrift_server(
         cluster, cluster_env, target):
     schema = cluster_env["ZYNC_SCHEMA"]
     # The project where the workers see nothing: in the (hidden) state folder.
     project = invoices_project(TEST_STATE / f"cluster-{uuid.uuid4().hex[:6]}", "Cluster")
-    (project.path / "transforms" / "clusterdb.yml").write_text(DATABASE_MIRRORS)
+    (project.path / "transforms" / "clusterdb.yml").write_text(database_mirrors("clusterdb"))
     database = produce_database(target)
     run = RunProcess(project, project.path / "zync-run.log", target="cluster")
     status = None
