@@ -302,7 +302,7 @@ class Egress:
     @cached_property
     def _cluster(self) -> str:
         """The Kafka cluster's id, which names it whatever address each machine reaches it by."""
-        return kafka_client.cluster_id(self.target, self.topic)
+        return kafka_client.cluster_id(self.target)
 
     def publish_once(self, progress: Progress, published: int = 0) -> int:
         """Produce every out row at or past the topic's high-water mark; return how many."""

@@ -85,10 +85,10 @@ def partitions(target: Target, topic: str) -> list[int]:
     return sorted(entry.partitions)
 
 
-def cluster_id(target: Target, topic: str | None = None) -> str:
+def cluster_id(target: Target) -> str:
     """The Kafka cluster's id, the same whatever address a machine reaches it by; its bootstrap
     servers, sorted, for a broker that reports none."""
-    found = _metadata(target, topic).cluster_id
+    found = _metadata(target, None).cluster_id
     if found:
         return str(found)
     servers = str(target.kafka.get("bootstrap.servers", ""))
