@@ -4,18 +4,20 @@ Two egresses of one output topic on two machines share no file system, only the 
 catalog and Kafka. A file lock cannot make them take turns; a row in the catalog's database can
 (the same database the commit claims of tables on an object store live in, as the profile's
 Hadoop settings name it: zync.delta.commits.url, else the metastore's own JDBC URL). The row,
-kept by the JVM class zync.delta.EgressLease, names its holder and when it was last renewed, by
-the database's clock. A pass takes the lease before it reads the topic's high-water mark and gives
-it back after its last delivery report; meanwhile a heartbeat thread renews it every quarter of
-its time to live (TTL, $ZYNC_EGRESS_LEASE_TTL seconds, default 30; the row keeps its holder's TTL,
-so an egress configured otherwise waits out the holder's, not its own). A holder that dies, kill -9
-included, stops renewing: another egress takes the lease once it is a TTL old, or at once when it
-holds the file lock of this machine that the dead holder held (egress/to_kafka.py).
+kept by the JVM class zync.delta.EgressLease, names its holder, its time to live and a renewal
+count. A pass takes the lease before it reads the topic's high-water mark and gives it back after
+its last delivery report; meanwhile a heartbeat thread renews it (moves the count on) every quarter
+of its time to live (TTL, $ZYNC_EGRESS_LEASE_TTL seconds, default 30; the row keeps its holder's
+TTL, so an egress configured otherwise waits out the holder's, not its own). A holder that dies,
+kill -9 included, stops renewing: an egress that has seen the lease unrenewed (same holder, same
+count) for a whole TTL by its own monotonic clock takes it over; at once when it holds the file
+lock of this machine that the dead holder held (egress/to_kafka.py). No clock is compared with
+another machine's or the database's.
 
 Fencing: the holder counts its lease as held until 0.8 TTL after the start of its last successful
-renewal, by its own monotonic clock. A renewal's row time is later than its start, and a taker
-waits a full TTL from that row time, so the holder stops believing in its lease before anyone can
-take it over (clocks of the two machines need the same rate, never the same time). Past that
+renewal, by its own monotonic clock. A taker first sees that renewal after it was made, and waits a
+full TTL from then, so the holder stops believing in its lease before anyone can take it over
+(clocks of the two machines need the same rate, never the same time). Past that
 moment, or when a renewal finds another holder, the pass produces no more records, drops those
 still queued in the producer, and ends with EgressLeaseLostError; the next pass takes a turn
 again and resumes at the topic's high-water mark. A holder paused longer than the TTL (a stopped

@@ -85,7 +85,7 @@ def test_two_holders_take_turns_and_a_holder_that_stops_renewing_is_fenced(lease
         first.release()
 
     # A holder that stops renewing (a paused process) stops counting its lease held before the
-    # lease can be taken from it; the taker waits a TTL from the last renewal, by the database's clock.
+    # lease can be taken from it: the taker waits a TTL from when it first saw the last renewal.
     second._stop.set()
     second._thread.join(5)
     while second.held():
@@ -105,7 +105,7 @@ def test_two_holders_take_turns_and_a_holder_that_stops_renewing_is_fenced(lease
 
 def test_a_lease_whose_holder_is_killed_is_taken_after_the_holders_ttl(spark, leases, tmp_path):
     """A holder process (TTL 2 s) killed with -9: another machine's egress (its own TTL the default
-    30 s) takes the lease once the holder's TTL has passed since its last renewal."""
+    30 s) takes the lease once it has seen it unrenewed for the holder's TTL."""
     cluster, topic = _cluster(), "Killed"
     holder = _process("hold", topic, cluster, lock_dir=tmp_path / "holder", **{TTL_ENV: "2"})
     lock = tmp_path / "mine" / "killed.lock"

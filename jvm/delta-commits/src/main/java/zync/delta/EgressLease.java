@@ -16,12 +16,15 @@ import org.apache.hadoop.conf.Configuration;
  * in the catalog's database (the one CommitTable claims commits in), so that egresses of one topic
  * on different machines take turns.
  *
- * <p>A row names its holder, its time to live (the holder's: it renews within it) and when the
- * holder last renewed it, by the database's clock: every comparison of times is between two
- * readings of that one clock, never of two machines'. A lease not renewed for its time to live is
- * free to take. Taking it is one statement that succeeds only
- * if the row is still as read (same holder, same renewal count), so of two processes taking a
- * lease at once one wins; a new lease is an insert, which the primary key lets one process win.
+ * <p>A row names its holder, its time to live (the holder's: it renews within it) and a renewal
+ * count that every renewal moves on. A lease is free to take once the caller has seen the same
+ * holder and count for a whole time to live by its own monotonic clock: the holder renews four
+ * times a time to live, so a lease that did not move for one has a holder that stopped. No clock
+ * is compared with another's: a machine's, or the database's, set forward or back changes no
+ * lease. (The row's RENEWED_AT, the database's time of the last renewal, is for people reading it.)
+ * Taking a lease is one statement that succeeds only if the row is still as seen (same holder,
+ * same count), so of two processes taking a lease at once one wins; a new lease is an insert,
+ * which the primary key lets one process win.
  *
  * <p>One connection a database and process, its calls one at a time (a call is one or two short
  * statements); a connection that failed is made again once per call.
@@ -32,7 +35,11 @@ public final class EgressLease {
     private static final String DUPLICATE_KEY = "23505";
     private static final Map<String, EgressLease> BY_DATABASE = new HashMap<>();
 
+    /** A lease as this process last saw it held by another, and since when (System.nanoTime). */
+    private record Seen(String holder, long beat, long since) {}
+
     private final CatalogDatabase database;
+    private final Map<String, Seen> seen = new HashMap<>();
     private Connection connection;
 
     private EgressLease(CatalogDatabase database) {
@@ -48,27 +55,36 @@ public final class EgressLease {
     /**
      * Take the lease `key` (`name` says what it is, for people reading the table) for `owner`, who
      * renews it within `ttlMillis`: true if `owner` holds it now: it was free, or `owner`'s already
-     * (renewed), or its holder had not renewed it for the holder's own time to live by the
-     * database's clock (taken over).
+     * (renewed), or this process has seen it unrenewed for its holder's time to live (taken over).
+     * A caller waiting for a lease calls this again and again: each call is a look at the row.
      */
     public synchronized boolean acquire(String key, String name, String owner, long ttlMillis) throws IOException {
         return call(connection -> {
             try (PreparedStatement select = connection.prepareStatement(
-                    "SELECT OWNER, BEAT, TTL_MS, RENEWED_AT, CURRENT_TIMESTAMP FROM " + TABLE
-                        + " WHERE LEASE_KEY = ?")) {
+                    "SELECT OWNER, BEAT, TTL_MS FROM " + TABLE + " WHERE LEASE_KEY = ?")) {
                 select.setString(1, key);
                 try (ResultSet row = select.executeQuery()) {
                     if (!row.next()) {
+                        seen.remove(key);
                         return insert(connection, key, name, owner, ttlMillis);
                     }
                     String holder = row.getString(1);
                     long beat = row.getLong(2);
-                    long holderTtl = row.getLong(3);
-                    long age = row.getTimestamp(5).getTime() - row.getTimestamp(4).getTime();
+                    long holderTtlNanos = row.getLong(3) * 1_000_000L;
                     if (holder.equals(owner)) {
                         return renew(connection, key, owner);
                     }
-                    return age >= holderTtl && takeOver(connection, key, holder, beat, owner, ttlMillis);
+                    long now = System.nanoTime();
+                    Seen before = seen.get(key);
+                    if (before == null || !before.holder().equals(holder) || before.beat() != beat) {
+                        seen.put(key, new Seen(holder, beat, now));
+                        return false;
+                    }
+                    if (now - before.since() < holderTtlNanos) {
+                        return false;
+                    }
+                    seen.remove(key);
+                    return takeOver(connection, key, holder, beat, owner, ttlMillis);
                 }
             }
         });
@@ -106,7 +122,8 @@ public final class EgressLease {
         });
     }
 
-    /** Who holds the lease `key` and how long ago they renewed it (database clock): "owner\nmillis", or null. */
+    /** Who holds the lease `key` and how long ago they renewed it (by the database's clock, for a
+     * message): "owner\nmillis", or null. */
     public synchronized String holder(String key) throws IOException {
         return call(connection -> {
             try (PreparedStatement select = connection.prepareStatement(
@@ -190,10 +207,14 @@ public final class EgressLease {
         }
         connection = DriverManager.getConnection(database.url(), database.credentials());
         connection.setAutoCommit(true);
+        // PostgreSQL's TIMESTAMP would keep the writer's local time, read as the reader's: an instant there.
+        String timestamp = connection.getMetaData().getDatabaseProductName().toLowerCase().contains("postgres")
+            ? "TIMESTAMP WITH TIME ZONE" : "TIMESTAMP";
         try (Statement create = connection.createStatement()) {
             create.executeUpdate("CREATE TABLE " + TABLE + " ("
                 + "LEASE_KEY CHAR(64) NOT NULL, NAME VARCHAR(1000) NOT NULL, OWNER VARCHAR(1000) NOT NULL, "
-                + "TTL_MS BIGINT NOT NULL, BEAT BIGINT NOT NULL, RENEWED_AT TIMESTAMP NOT NULL, PRIMARY KEY (LEASE_KEY))");
+                + "TTL_MS BIGINT NOT NULL, BEAT BIGINT NOT NULL, RENEWED_AT " + timestamp + " NOT NULL, "
+                + "PRIMARY KEY (LEASE_KEY))");
         } catch (SQLException e) {
             // Made already (Derby's X0Y32, PostgreSQL's 42P07), or made meanwhile by another process
             // (PostgreSQL reports a type's duplicate key).
