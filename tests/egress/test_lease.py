@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from egress.lease import TTL_ENV, EgressBusyError, Leases, take
+from egress.lease import TTL_ENV, EgressBusyError, EgressLeaseLostError, Leases, lease_key, take
+from egress.to_kafka import Egress
 from tests.egress.helpers import out_rows, published, write_output_table
 from zync import kafka_client
 
@@ -172,3 +173,31 @@ def test_two_egress_processes_with_their_own_lock_folders_publish_each_record_on
     assert kafka_client.high_water_marks(target, topic) == {0: rows}
     found = [(r["kafka"]["offset"], r["key"]["id"]) for r in published(target, topic)]
     assert found == [(i, i) for i in range(rows)]  # 0 duplicated, 0 missing, each at its row's offset
+
+
+def test_a_pass_that_loses_its_lease_stops_producing_before_its_next_record(target, spark, leases, monkeypatch):
+    """Mid-pass, another egress takes the lease (as from a holder paused past its TTL): the pass's
+    next renewal finds it taken, and the pass produces nothing more; once the other gives it back, a
+    pass publishes the rest, each record once."""
+    monkeypatch.setenv(TTL_ENV, "2")  # renewed every 0.5 s
+    topic, table = "egress_Fenced", "egress_fenced"
+    write_output_table(spark, table, KEY, VALUE, out_rows(topic, 0, [
+        ({"id": i}, {"id": i, "name": "x", "amount": 0.0}, None) for i in range(8)]))
+    other = "another machine pid 1 [0.0]"
+
+    class TakenOverMidPass(Egress):
+        def _batches(self, encoded, pending):
+            batches = super()._batches(encoded, pending)
+            yield next(batches)
+            key = lease_key(self._cluster, self.topic)
+            assert leases.take_from(key, leases.holder(key)[0], other, 30.0)
+            time.sleep(1.5)  # the holder's next renewal finds the lease taken
+            yield from batches
+
+    egress = TakenOverMidPass(target, table, batch_size=2)
+    with pytest.raises(EgressLeaseLostError, match=r"lost its turn mid-pass \(another egress took it over\)"):
+        egress.run()
+    assert kafka_client.high_water_marks(target, topic) == {0: 2}  # the first batch only
+    assert leases.release(lease_key(egress._cluster, topic), other)
+    assert Egress(target, table, batch_size=2).run() == 6
+    assert [(r["kafka"]["offset"], r["key"]["id"]) for r in published(target, topic)] == [(i, i) for i in range(8)]
