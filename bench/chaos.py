@@ -1,7 +1,7 @@
 """Fault campaign: `zync run` under kill -9, SIGTERM, restarts, a second run and a dead Spark engine, checked.
 
     .venv/bin/python bench/chaos.py [--seed 16] [--kills 20] [--sigterms 3] [--broker 2] [--registry 2]
-                                    [--second-runs 2] [--spark-failures 3]
+                                    [--second-runs 2] [--spark-failures 3] [--s3] [--lock-dirs-apart]
 
 One command, alone on the machine (its own state folder and ports, 24392,
 24381 and 24727, moved with ZYNC_CHAOS_KAFKA_PORT, ZYNC_CHAOS_REGISTRY_PORT
@@ -27,7 +27,10 @@ while the round flows it injects one fault:
   is produced for both to race on (ingest, the mirror's fold, the output
   model, egress), and 20-40 s later it is stopped; what it did (its cycles
   with work, records ingested, model runs, records published: its closing
-  line) is reported;
+  line) is reported; with --lock-dirs-apart the second run takes turns by
+  file locks of a folder of its own ($ZYNC_EGRESS_LOCK_DIR), as on another
+  machine, so only the topic's lease in the catalog's database makes the two
+  runs' egresses take turns;
 - spark_failure: a Spark job failure, for real and with no hook in zync: kill
   -9 of the Spark driver JVM `zync run` drives (its `java` child process,
   found with `pgrep -P`), so whatever Spark work is under way (a read of a
@@ -149,8 +152,9 @@ def second_run_summary(log: Path, start: int) -> dict:
 
 
 class Campaign:
-    def __init__(self, target, project: InvoicesProject, seed: int, spark):
+    def __init__(self, target, project: InvoicesProject, seed: int, spark, second_env: dict[str, str] | None = None):
         self.target, self.project, self.spark = target, project, spark
+        self.second_env = second_env
         self.chance = random.Random(seed)
         self.stream = ChangeStream(seed)
         self.log = STATE / "logs" / "zync-run.log"
@@ -258,7 +262,7 @@ class Campaign:
     def second_run(self) -> dict:
         log = STATE / "logs" / "second-run.log"
         start = log.stat().st_size if log.exists() else 0
-        second = RunProcess(self.project, log)
+        second = RunProcess(self.project, log, env=self.second_env)
         ready = wait_ready(second, start)
         if ready:  # both running: a round for both to race on
             self.produce_round()
@@ -280,6 +284,9 @@ def main() -> None:
     parser.add_argument("--s3", action="store_true",
                         help="keep the project's tables on an S3 server the campaign starts (S3Proxy, `zync up "
                              "--s3`; docs/object-storage.md), every zync run and this checker reaching them there")
+    parser.add_argument("--lock-dirs-apart", action="store_true",
+                        help="the second zync run takes turns by file locks of a folder of its own, as on another "
+                             "machine: only the catalog's egress lease makes the two egresses take turns")
     parser.add_argument("--keep", action="store_true", help="leave the campaign's services running")
     args = parser.parse_args()
     if args.s3:  # before the target is read: its warehouse and schema come from these
@@ -301,7 +308,8 @@ def main() -> None:
 
         spark = spark_session(target)  # reads the mirror; the catalog is shared with `zync run`'s
         project = invoices_project(STATE / "projects", "Chaos")
-        campaign = Campaign(target, project, args.seed, spark)
+        second_env = {"ZYNC_EGRESS_LOCK_DIR": str(STATE / "second-run-locks")} if args.lock_dirs_apart else None
+        campaign = Campaign(target, project, args.seed, spark, second_env)
         campaign.produce_round()
         campaign.drain()  # the first cycle of a cold engine: not a trial
         print(f"{len(trials)} trials, seed {args.seed}", flush=True)
@@ -347,6 +355,7 @@ def main() -> None:
         print(f"{fault:<14}| {len(rows):>6} | {survived:>8} | {worst['lost']:>4} | {worst['duplicated']:>10} "
               f"| {worst['misordered_keys']:>10} | {worst['mirror_mismatches']:>17}")
     (OUT / "chaos.json").write_text(json.dumps({"seed": args.seed, "warehouse": "s3" if args.s3 else "local",
+                                                "lock_dirs_apart": args.lock_dirs_apart,
                                                 "trials": results}, indent=2))
     print(f"JSON: {OUT / 'chaos.json'}")
     sys.exit(1 if failed or len(results) < len(trials) else 0)

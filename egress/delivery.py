@@ -56,10 +56,14 @@ class DeliveryCheck:
 
 
 def produce_batch(producer: Producer, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
-                  check: DeliveryCheck, on_progress: Callable[[int], None] | None = None) -> int:
-    """Queue the batch in order on partition 0; returns how many were queued (stops early on a failure)."""
+                  check: DeliveryCheck, on_progress: Callable[[int], None] | None = None,
+                  fenced: Callable[[], bool] | None = None) -> int:
+    """Queue the batch in order on partition 0; returns how many were queued (stops early on a failure,
+    or when `fenced` says, asked before every CHECK_EVERY records, that this egress's turn is over)."""
     produce = producer.produce
     for i, (key, value) in enumerate(zip(keys, values)):
+        if i % CHECK_EVERY == 0 and fenced is not None and fenced():
+            return i
         while True:
             try:
                 produce(topic, value, key, 0)

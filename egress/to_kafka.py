@@ -6,15 +6,24 @@ kafka.offset >= it, in order, with an idempotent producer and no transactions
 row's own offset; anything else means another writer, and egress stops.
 A restart resumes exactly where Kafka stands.
 
-Two egresses of one output topic on one machine (a second `zync run` of the
-project, a `zync to-kafka` beside it) take turns: a pass, from reading the
-high-water mark to its last delivery report, holds a lock of the topic (a
-file lock in $ZYNC_EGRESS_LOCK_DIR, default <temp>/zync-egress, named by the
-brokers and the topic), so the second reads the mark after the first's
-records and publishes only the rows past them. Without it both read the same
-mark, both produce the rows past it, and the second's records are
-duplicates that stay. The kernel releases the lock of a process that dies,
-kill -9 included.
+Two egresses of one output topic take turns, on one machine or on several
+(a second `zync run` of the project, a `zync to-kafka` beside it or on
+another machine): a pass, from reading the high-water mark to its last
+delivery report, holds the topic's turn, so the second reads the mark after
+the first's records and publishes only the rows past them. Without it both
+read the same mark, both produce the rows past it, and the second's records
+are duplicates that stay. The turn is two locks, taken in this order:
+
+- a file lock of the topic on this machine ($ZYNC_EGRESS_LOCK_DIR, default
+  <temp>/zync-egress, named by the brokers and the topic): egresses of one
+  machine wait on it without asking the database, and the kernel releases it
+  when its holder dies, kill -9 included;
+- a lease of the topic in the catalog's database (egress/lease.py), named by
+  the Kafka cluster's id and the topic, which egresses of every machine
+  share: renewed while the pass runs, taken over once its holder has not
+  renewed it for its TTL ($ZYNC_EGRESS_LEASE_TTL, 30 s), at once by a
+  process that holds the file lock its dead holder held. A pass that loses
+  its lease stops producing before its next record.
 
 The rows are encoded in the JVM (egress.encode) by one Spark query, in
 partitions of `batch_size` offsets, and streamed to Python as Arrow one
@@ -49,20 +58,18 @@ from zync.wire import DecodeError, Registry
 
 from egress.delivery import DeliveryCheck, OffsetMismatchError, produce_batch
 from egress.encode import key_column, value_column
+from egress.lease import EgressBusyError, EgressLeaseLostError, HeldLease, Leases
+from egress.lease import take as take_lease
 from egress.schemas import TopicSchemas
 from egress.stream import OffsetGapError, arrow_batches, in_offset_order, partitioned_by_offset
 
-__all__ = ["Egress", "OffsetMismatchError"]
+__all__ = ["Egress", "EgressBusyError", "EgressLeaseLostError", "OffsetMismatchError"]
 
 DEFAULT_BATCH_SIZE = 100_000
 FOLLOW_POLL_S = 2.0
 LOCK_DIR_ENV = "ZYNC_EGRESS_LOCK_DIR"
 LOCK_WAIT_S = 300.0  # a pass of another egress ends within its flush's 60 s after its last batch
 LOCK_POLL_S = 0.1
-
-
-class EgressBusyError(ZyncError):
-    """Another egress of the topic held its lock for longer than LOCK_WAIT_S."""
 
 
 def lock_path(bootstrap_servers: str, topic: str) -> Path:
@@ -78,10 +85,32 @@ def lock_path(bootstrap_servers: str, topic: str) -> Path:
     return folder / (hashlib.sha256(f"{servers}\n{topic}".encode()).hexdigest()[:32] + ".lock")
 
 
+class Turn:
+    """A pass's turn on its topic: whether it still holds it (its lease, when it has one)."""
+
+    def __init__(self, lease: HeldLease | None = None):
+        self.lease = lease
+
+    def held(self) -> bool:
+        return self.lease is None or self.lease.held()
+
+    def lapsed(self) -> bool:
+        """The fence a pass checks before producing: True once the turn is no longer held."""
+        return self.lease is not None and not self.lease.held()
+
+    def why_lost(self) -> str:
+        return self.lease.why_lost() if self.lease is not None else ""
+
+
 @contextmanager
 def topic_turn(bootstrap_servers: str, topic: str, stop: threading.Event | None = None,
-               wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """Hold the topic's egress lock: wait (up to `wait_s`) for another egress's pass to end."""
+               wait_s: float = LOCK_WAIT_S, leases: Leases | None = None,
+               cluster: str | None = None) -> Iterator[Turn]:
+    """Hold the topic's turn: wait (up to `wait_s`) for another egress's pass to end.
+
+    The file lock of this machine, then, with `leases`, the lease of the topic on the Kafka cluster
+    `cluster` (its id) that egresses of every machine share.
+    """
     path = lock_path(bootstrap_servers, topic)
     with open(path, "a") as handle:
         deadline = time.monotonic() + wait_s
@@ -96,7 +125,14 @@ def topic_turn(bootstrap_servers: str, topic: str, stop: threading.Event | None 
                         f"(it holds {path}); egress tries again") from None
                 time.sleep(LOCK_POLL_S)
         try:
-            yield
+            if leases is None:
+                yield Turn()
+                return
+            lease = take_lease(leases, topic, cluster or bootstrap_servers, path, deadline, stop)
+            try:
+                yield Turn(lease)
+            finally:
+                lease.release()
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -259,12 +295,23 @@ class Egress:
         except OffsetGapError as gap:
             raise ZyncError(self._not_contiguous(str(gap))) from None
 
+    @cached_property
+    def _leases(self) -> Leases:
+        return Leases(self.spark)
+
+    @cached_property
+    def _cluster(self) -> str:
+        """The Kafka cluster's id, which names it whatever address each machine reaches it by."""
+        return kafka_client.cluster_id(self.target)
+
     def publish_once(self, progress: Progress, published: int = 0) -> int:
         """Produce every out row at or past the topic's high-water mark; return how many."""
-        with topic_turn(str(self.target.kafka.get("bootstrap.servers", "")), self.topic, self._stop):
-            return self._publish_once(progress, published)
+        with topic_turn(str(self.target.kafka.get("bootstrap.servers", "")), self.topic, self._stop,
+                        leases=self._leases, cluster=self._cluster) as turn:
+            return self._publish_once(progress, published, turn)
 
-    def _publish_once(self, progress: Progress, published: int) -> int:
+    def _publish_once(self, progress: Progress, published: int, turn: Turn | None = None) -> int:
+        turn = turn or Turn()
         kafka_client.ensure_topic(self.target, self.topic)
         parts = kafka_client.partitions(self.target, self.topic)
         if parts != [0]:
@@ -282,19 +329,32 @@ class Egress:
         producer = kafka_client.producer(self.target, on_delivery=check)
         count = 0
         batches = self._batches(encoded, pending)
+        fenced = False
         try:
             # Spark computes the next partition while this thread produces the current one.
             for batch in batches:
                 def shown(n: int, base: int = published + count, lo: int = pending.start + count) -> None:
                     progress.update(base + n, f"-> {self.topic}@{lo + n}, {pending.end - lo - n:,} to go")
 
+                if turn.lapsed():
+                    fenced = True
+                    break
                 count += produce_batch(producer, self.topic, _as_bytes(batch.column("k")),
-                                       _as_bytes(batch.column("v")), check, shown)
-                if check.failed or self._stop.is_set():
+                                       _as_bytes(batch.column("v")), check, shown, fenced=turn.lapsed)
+                if turn.lapsed():
+                    fenced = count < pending.end - pending.start
+                if check.failed or self._stop.is_set() or fenced:
                     break
         finally:
             batches.close()
+            if fenced:
+                # Records still queued must not leave after another egress's turn began.
+                producer.purge(in_queue=True, in_flight=False)
             remaining = producer.flush(60)
+        if fenced and check.mismatch is None:
+            raise EgressLeaseLostError(
+                f"egress of {self.topic} lost its turn mid-pass ({turn.why_lost()}) and stopped producing, "
+                "its unsent records dropped; egress tries again, from the topic's high-water mark")
         check.raise_if_failed()
         if remaining:
             raise ZyncError(f"{remaining} records to {self.topic} were still unconfirmed after 60s; "

@@ -85,6 +85,16 @@ def partitions(target: Target, topic: str) -> list[int]:
     return sorted(entry.partitions)
 
 
+def cluster_id(target: Target) -> str:
+    """The Kafka cluster's id, the same whatever address a machine reaches it by; its bootstrap
+    servers, sorted, for a broker that reports none."""
+    found = _metadata(target, None).cluster_id
+    if found:
+        return str(found)
+    servers = str(target.kafka.get("bootstrap.servers", ""))
+    return ",".join(sorted(s.strip() for s in servers.split(",") if s.strip()))
+
+
 def is_record(target: Target, msg: Any) -> bool:
     """Whether a consumed message is a record: False for a partition's end; a ZyncError for any other
     error (an ACL that refuses reading the topic named as such)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 from pyspark.sql import types as T
 
@@ -114,3 +117,75 @@ def test_egresses_of_one_topic_take_turns_and_a_dead_holder_frees_its_turn(tmp_p
         holder.wait(10)
     with topic_turn(servers, topic, wait_s=5):
         pass
+
+
+def test_the_lease_ttl_comes_from_the_environment_and_is_checked():
+    from egress.lease import DEFAULT_TTL_S, TTL_ENV, lease_ttl
+
+    assert lease_ttl({}) == DEFAULT_TTL_S == 30.0
+    assert lease_ttl({TTL_ENV: " 2.5 "}) == 2.5
+    for bad in ("soon", "0.2", "-5", "nan", "inf"):
+        with pytest.raises(ZyncError, match=TTL_ENV):
+            lease_ttl({TTL_ENV: bad})
+
+
+def test_a_lease_is_named_by_cluster_and_topic_and_its_holder_by_its_lock(tmp_path):
+    from egress.lease import lease_key, lock_domain, owner_domain, owner_name, shown_owner
+
+    key = lease_key("cluster-a", "Out")
+    assert len(key) == 64 and key == lease_key("cluster-a", "Out")
+    assert key != lease_key("cluster-b", "Out") != lease_key("cluster-a", "Other")
+    assert lease_key("a\nb", "c") != lease_key("a", "b\nc")  # the separator cannot be forged
+
+    here, there = lock_domain(tmp_path / "a.lock"), lock_domain(tmp_path / "b.lock")
+    assert here == lock_domain(tmp_path / "." / "a.lock") != there
+    one, two = owner_name(here), owner_name(here)
+    assert one != two  # one name a turn, even in one process
+    assert owner_domain(one) == owner_domain(two) == here
+    assert owner_domain(owner_name(there)) == there
+    assert owner_domain("someone else's name") is None
+    assert shown_owner(one) == f"{socket.gethostname()} pid {os.getpid()}"
+
+
+def test_a_holder_counts_its_lease_held_until_short_of_its_ttl_after_its_last_renewal():
+    from egress.lease import HELD_FRACTION, Holding
+
+    holding = Holding.taken(10.0, started=100.0)
+    assert holding.held(100.0) and holding.held(100.0 + HELD_FRACTION * 10 - 0.01)
+    assert not holding.held(100.0 + HELD_FRACTION * 10)  # before a taker's full TTL from the row's time
+    assert "not renewed for 8.0 s of its 10 s TTL" in holding.why_not(108.0)
+    holding.renewed(started=105.0)
+    assert holding.held(112.9) and not holding.held(113.0)
+    holding.renewed(started=104.0)  # a renewal that started earlier never shortens it
+    assert holding.held(112.9)
+    holding.lose("another egress took it over")
+    assert not holding.held(106.0) and holding.why_not(106.0) == "another egress took it over"
+
+
+def test_produce_batch_stops_before_a_fenced_record():
+    from egress.delivery import CHECK_EVERY, produce_batch
+
+    class Queue:
+        """What produce_batch calls of a producer, keeping what it was given."""
+
+        def __init__(self):
+            self.records = []
+
+        def produce(self, topic, value, key, partition):
+            self.records.append(value)
+
+        def poll(self, timeout):
+            return 0
+
+    queue, check = Queue(), DeliveryCheck("t", 0)
+    values = [b"v"] * (3 * CHECK_EVERY)
+    asked = []
+
+    def fenced() -> bool:
+        asked.append(len(queue.records))
+        return len(asked) == 3
+
+    assert produce_batch(queue, "t", [None] * len(values), values, check, fenced=fenced) == 2 * CHECK_EVERY
+    assert asked == [0, CHECK_EVERY, 2 * CHECK_EVERY]  # asked before each CHECK_EVERY records, none after
+    assert len(queue.records) == 2 * CHECK_EVERY
+    assert produce_batch(Queue(), "t", [None], [b"v"], check, fenced=lambda: True) == 0

@@ -2,8 +2,6 @@ package zync.delta;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
@@ -32,17 +30,8 @@ import org.apache.hadoop.conf.Configuration;
  */
 final class CommitTable {
 
-    /** The JDBC URL of the database holding the table (default: the metastore's own). */
-    static final String URL_KEY = "zync.delta.commits.url";
-    static final String USER_KEY = "zync.delta.commits.user";
-    static final String PASSWORD_KEY = "zync.delta.commits.password";
-    /** A file holding the password (its first line), for a password kept out of settings. */
-    static final String PASSWORD_FILE_KEY = "zync.delta.commits.password.file";
     /** How long a published commit's row is kept, in hours (a writer that paused longer could re-claim it). */
     static final String RETENTION_KEY = "zync.delta.commits.retention.hours";
-    static final String METASTORE_URL_KEY = "javax.jdo.option.ConnectionURL";
-    static final String METASTORE_USER_KEY = "javax.jdo.option.ConnectionUserName";
-    static final String METASTORE_PASSWORD_KEY = "javax.jdo.option.ConnectionPassword";
 
     static final String TABLE = "ZYNC_DELTA_COMMITS";
     // SQLSTATE of a duplicate key (Derby and PostgreSQL alike) and of a table that exists already
@@ -68,35 +57,12 @@ final class CommitTable {
     }
 
     static synchronized CommitTable forConf(Configuration conf) throws IOException {
-        String url = conf.getTrimmed(URL_KEY, "");
-        boolean own = !url.isEmpty();
-        if (!own) {
-            url = conf.getTrimmed(METASTORE_URL_KEY, "");
-        }
-        if (url.isEmpty()) {
-            throw new IOException("a commit to a table on an object store is claimed in the catalog's database, "
-                + "and this process names none: set spark.hadoop." + URL_KEY
-                + " (a JDBC URL every writer process reaches; see the docs' object storage page)");
-        }
-        Properties credentials = new Properties();
-        String user = conf.getTrimmed(own ? USER_KEY : METASTORE_USER_KEY, "");
-        String password = conf.get(own ? PASSWORD_KEY : METASTORE_PASSWORD_KEY, "");
-        String passwordFile = own ? conf.getTrimmed(PASSWORD_FILE_KEY, "") : "";
-        if (!passwordFile.isEmpty()) {
-            password = Files.readAllLines(Paths.get(passwordFile), StandardCharsets.UTF_8).get(0).trim();
-        }
-        if (!user.isEmpty()) {
-            credentials.setProperty("user", user);
-        }
-        if (!password.isEmpty()) {
-            credentials.setProperty("password", password);
-        }
+        CatalogDatabase database = CatalogDatabase.forConf(conf, "a commit to a table on an object store is claimed");
         long retentionMs = (long) (conf.getDouble(RETENTION_KEY, 24.0) * 3600 * 1000);
-        String key = url + "\u0000" + user;
-        CommitTable table = BY_URL.get(key);
+        CommitTable table = BY_URL.get(database.key());
         if (table == null) {
-            table = new CommitTable(url, credentials, retentionMs);
-            BY_URL.put(key, table);
+            table = new CommitTable(database.url(), database.credentials(), retentionMs);
+            BY_URL.put(database.key(), table);
         }
         return table;
     }
@@ -212,7 +178,8 @@ final class CommitTable {
                 closeQuietly();
             }
         }
-        throw new IOException("the commit table " + TABLE + " in the catalog's database " + redact(url)
+        throw new IOException("the commit table " + TABLE + " in the catalog's database "
+            + url.replaceAll("(?i)(password=)[^;&]*", "$1***")
             + " did not answer: " + first.getMessage(), first);
     }
 
@@ -247,9 +214,5 @@ final class CommitTable {
             // a broken connection's close may fail too; a new one is made next
         }
         connection = null;
-    }
-
-    private static String redact(String url) {
-        return url.replaceAll("(?i)(password=)[^;&]*", "$1***");
     }
 }
