@@ -4,6 +4,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.Properties;
 import org.apache.hadoop.conf.Configuration;
 
@@ -24,6 +28,14 @@ record CatalogDatabase(String url, String user, Properties credentials) {
     static final String METASTORE_URL_KEY = "javax.jdo.option.ConnectionURL";
     static final String METASTORE_USER_KEY = "javax.jdo.option.ConnectionUserName";
     static final String METASTORE_PASSWORD_KEY = "javax.jdo.option.ConnectionPassword";
+    /** SQLSTATE of a duplicate key, Derby's and PostgreSQL's alike. */
+    static final String DUPLICATE_KEY = "23505";
+
+    /** A table of the project's in the database: its CREATE TABLE statement on a connection (types may
+     * depend on the database the connection reaches). */
+    interface TableDefinition {
+        String createStatement(Connection connection) throws SQLException;
+    }
 
     /** The database `conf` names; `purpose` says, in an error, what needs it. */
     static CatalogDatabase forConf(Configuration conf, String purpose) throws IOException {
@@ -60,5 +72,33 @@ record CatalogDatabase(String url, String user, Properties credentials) {
     /** The URL with any password in it masked, for a message. */
     String redacted() {
         return url.replaceAll("(?i)(password=)[^;&]*", "$1***");
+    }
+
+    /** A new auto-commit connection, with `table` made in the database if it is not there yet. */
+    Connection connect(TableDefinition table) throws SQLException {
+        Connection connection = DriverManager.getConnection(url, credentials);
+        connection.setAutoCommit(true);
+        try (Statement create = connection.createStatement()) {
+            create.executeUpdate(table.createStatement(connection));
+        } catch (SQLException e) {
+            // Made already (Derby's X0Y32, PostgreSQL's 42P07), or made meanwhile by another process
+            // (PostgreSQL reports a type's duplicate key).
+            String state = e.getSQLState();
+            if (!"X0Y32".equals(state) && !"42P07".equals(state) && !DUPLICATE_KEY.equals(state)) {
+                closeQuietly(connection);
+                throw e;
+            }
+        }
+        return connection;
+    }
+
+    static void closeQuietly(Connection connection) {
+        try {
+            if (connection != null) {
+                connection.close();
+            }
+        } catch (SQLException ignored) {
+            // a broken connection's close may fail too; a new one is made next
+        }
     }
 }

@@ -5,15 +5,12 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
-import java.util.Properties;
 import org.apache.hadoop.conf.Configuration;
 
 /**
@@ -34,9 +31,7 @@ final class CommitTable {
     static final String RETENTION_KEY = "zync.delta.commits.retention.hours";
 
     static final String TABLE = "ZYNC_DELTA_COMMITS";
-    // SQLSTATE of a duplicate key (Derby and PostgreSQL alike) and of a table that exists already
-    // (Derby's X0Y32, PostgreSQL's 42P07).
-    private static final String DUPLICATE_KEY = "23505";
+    private static final String DUPLICATE_KEY = CatalogDatabase.DUPLICATE_KEY;
     private static final long EXPIRY_EVERY_MS = 10 * 60 * 1000L;
 
     private static final Map<String, CommitTable> BY_URL = new HashMap<>();
@@ -44,15 +39,13 @@ final class CommitTable {
     /** A claimed commit: its file's name, the object holding its content, whether it is published. */
     record Claim(String fileName, String tempPath, boolean published) {}
 
-    private final String url;
-    private final Properties credentials;
+    private final CatalogDatabase database;
     private final long retentionMs;
     private Connection connection;
     private long lastExpiry;
 
-    private CommitTable(String url, Properties credentials, long retentionMs) {
-        this.url = url;
-        this.credentials = credentials;
+    private CommitTable(CatalogDatabase database, long retentionMs) {
+        this.database = database;
         this.retentionMs = retentionMs;
     }
 
@@ -61,7 +54,7 @@ final class CommitTable {
         long retentionMs = (long) (conf.getDouble(RETENTION_KEY, 24.0) * 3600 * 1000);
         CommitTable table = BY_URL.get(database.key());
         if (table == null) {
-            table = new CommitTable(database.url(), database.credentials(), retentionMs);
+            table = new CommitTable(database, retentionMs);
             BY_URL.put(database.key(), table);
         }
         return table;
@@ -179,40 +172,22 @@ final class CommitTable {
             }
         }
         throw new IOException("the commit table " + TABLE + " in the catalog's database "
-            + url.replaceAll("(?i)(password=)[^;&]*", "$1***")
+            + database.redacted()
             + " did not answer: " + first.getMessage(), first);
     }
 
     private Connection connection() throws SQLException {
-        if (connection != null && !connection.isClosed()) {
-            return connection;
-        }
-        connection = DriverManager.getConnection(url, credentials);
-        connection.setAutoCommit(true);
-        try (Statement create = connection.createStatement()) {
-            create.executeUpdate("CREATE TABLE " + TABLE + " ("
+        if (connection == null || connection.isClosed()) {
+            connection = database.connect(opened -> "CREATE TABLE " + TABLE + " ("
                 + "TABLE_KEY CHAR(64) NOT NULL, FILE_NAME VARCHAR(64) NOT NULL, TABLE_PATH VARCHAR(4000) NOT NULL, "
                 + "TEMP_PATH VARCHAR(4000) NOT NULL, PUBLISHED SMALLINT NOT NULL, CLAIMED_AT BIGINT NOT NULL, "
                 + "PRIMARY KEY (TABLE_KEY, FILE_NAME))");
-        } catch (SQLException e) {
-            // Made already, or made meanwhile by another process (PostgreSQL reports a type's duplicate key).
-            String state = e.getSQLState();
-            if (!"X0Y32".equals(state) && !"42P07".equals(state) && !DUPLICATE_KEY.equals(state)) {
-                closeQuietly();
-                throw e;
-            }
         }
         return connection;
     }
 
     private void closeQuietly() {
-        try {
-            if (connection != null) {
-                connection.close();
-            }
-        } catch (SQLException ignored) {
-            // a broken connection's close may fail too; a new one is made next
-        }
+        CatalogDatabase.closeQuietly(connection);
         connection = null;
     }
 }

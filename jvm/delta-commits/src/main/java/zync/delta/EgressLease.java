@@ -2,11 +2,9 @@ package zync.delta;
 
 import java.io.IOException;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
@@ -32,7 +30,7 @@ import org.apache.hadoop.conf.Configuration;
 public final class EgressLease {
 
     static final String TABLE = "ZYNC_EGRESS_LEASES";
-    private static final String DUPLICATE_KEY = "23505";
+    private static final String DUPLICATE_KEY = CatalogDatabase.DUPLICATE_KEY;
     private static final Map<String, EgressLease> BY_DATABASE = new HashMap<>();
 
     /** A lease as this process last saw it held by another, and since when (System.nanoTime). */
@@ -202,39 +200,23 @@ public final class EgressLease {
     }
 
     private Connection connection() throws SQLException {
-        if (connection != null && !connection.isClosed()) {
-            return connection;
-        }
-        connection = DriverManager.getConnection(database.url(), database.credentials());
-        connection.setAutoCommit(true);
-        // PostgreSQL's TIMESTAMP would keep the writer's local time, read as the reader's: an instant there.
-        String timestamp = connection.getMetaData().getDatabaseProductName().toLowerCase().contains("postgres")
-            ? "TIMESTAMP WITH TIME ZONE" : "TIMESTAMP";
-        try (Statement create = connection.createStatement()) {
-            create.executeUpdate("CREATE TABLE " + TABLE + " ("
+        if (connection == null || connection.isClosed()) {
+            connection = database.connect(opened -> "CREATE TABLE " + TABLE + " ("
                 + "LEASE_KEY CHAR(64) NOT NULL, NAME VARCHAR(1000) NOT NULL, OWNER VARCHAR(1000) NOT NULL, "
-                + "TTL_MS BIGINT NOT NULL, BEAT BIGINT NOT NULL, RENEWED_AT " + timestamp + " NOT NULL, "
+                + "TTL_MS BIGINT NOT NULL, BEAT BIGINT NOT NULL, RENEWED_AT " + timestampType(opened) + " NOT NULL, "
                 + "PRIMARY KEY (LEASE_KEY))");
-        } catch (SQLException e) {
-            // Made already (Derby's X0Y32, PostgreSQL's 42P07), or made meanwhile by another process
-            // (PostgreSQL reports a type's duplicate key).
-            String state = e.getSQLState();
-            if (!"X0Y32".equals(state) && !"42P07".equals(state) && !DUPLICATE_KEY.equals(state)) {
-                closeQuietly();
-                throw e;
-            }
         }
         return connection;
     }
 
+    /** PostgreSQL's TIMESTAMP would keep the writer's local time, read as the reader's: an instant there. */
+    private static String timestampType(Connection connection) throws SQLException {
+        return connection.getMetaData().getDatabaseProductName().toLowerCase().contains("postgres")
+            ? "TIMESTAMP WITH TIME ZONE" : "TIMESTAMP";
+    }
+
     private void closeQuietly() {
-        try {
-            if (connection != null) {
-                connection.close();
-            }
-        } catch (SQLException ignored) {
-            // a broken connection's close may fail too; a new one is made next
-        }
+        CatalogDatabase.closeQuietly(connection);
         connection = null;
     }
 }
