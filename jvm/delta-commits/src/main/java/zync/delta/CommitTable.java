@@ -39,13 +39,15 @@ final class CommitTable {
     /** A claimed commit: its file's name, the object holding its content, whether it is published. */
     record Claim(String fileName, String tempPath, boolean published) {}
 
-    private final CatalogDatabase database;
+    private final CatalogTable table;
     private final long retentionMs;
-    private Connection connection;
     private long lastExpiry;
 
     private CommitTable(CatalogDatabase database, long retentionMs) {
-        this.database = database;
+        this.table = new CatalogTable(database, "the commit table " + TABLE, opened -> "CREATE TABLE " + TABLE + " ("
+            + "TABLE_KEY CHAR(64) NOT NULL, FILE_NAME VARCHAR(64) NOT NULL, TABLE_PATH VARCHAR(4000) NOT NULL, "
+            + "TEMP_PATH VARCHAR(4000) NOT NULL, PUBLISHED SMALLINT NOT NULL, CLAIMED_AT BIGINT NOT NULL, "
+            + "PRIMARY KEY (TABLE_KEY, FILE_NAME))", true);
         this.retentionMs = retentionMs;
     }
 
@@ -72,7 +74,7 @@ final class CommitTable {
 
     /** Claim `fileName` of the log in `logFolder`: true if this call inserted its row, false if another had. */
     synchronized boolean claim(String logFolder, String fileName, String tempPath) throws IOException {
-        return call(connection -> {
+        return table.call(connection -> {
             try (PreparedStatement insert = connection.prepareStatement(
                     "INSERT INTO " + TABLE + " (TABLE_KEY, FILE_NAME, TABLE_PATH, TEMP_PATH, PUBLISHED, CLAIMED_AT)"
                         + " VALUES (?, ?, ?, ?, 0, ?)")) {
@@ -99,7 +101,7 @@ final class CommitTable {
 
     /** Forget the claim of `fileName` in the log in `logFolder` (a claim of a log that was removed since). */
     synchronized void forget(String logFolder, String fileName) throws IOException {
-        call(connection -> {
+        table.call(connection -> {
             onClaim(connection, "DELETE FROM " + TABLE + " WHERE TABLE_KEY = ? AND FILE_NAME = ?", logFolder, fileName);
             return null;
         });
@@ -121,7 +123,7 @@ final class CommitTable {
     }
 
     private Claim selectClaim(String where, String... values) throws IOException {
-        return call(connection -> {
+        return table.call(connection -> {
             try (PreparedStatement select = connection.prepareStatement(
                     "SELECT FILE_NAME, TEMP_PATH, PUBLISHED FROM " + TABLE + where)) {
                 for (int i = 0; i < values.length; i++) {
@@ -136,7 +138,7 @@ final class CommitTable {
 
     /** Record that a claimed commit's file is published; now and then forget published ones past the retention. */
     synchronized void published(String logFolder, String fileName) throws IOException {
-        call(connection -> {
+        table.call(connection -> {
             onClaim(connection, "UPDATE " + TABLE + " SET PUBLISHED = 1 WHERE TABLE_KEY = ? AND FILE_NAME = ?",
                     logFolder, fileName);
             long now = System.currentTimeMillis();
@@ -150,44 +152,5 @@ final class CommitTable {
             }
             return null;
         });
-    }
-
-    private interface Call<T> {
-        T apply(Connection connection) throws SQLException;
-    }
-
-    /** Run `call` on the connection, made (with the table) if needed; once more on a new connection
-     * if the old one failed (a database restarted since). */
-    private <T> T call(Call<T> call) throws IOException {
-        SQLException first = null;
-        for (int attempt = 0; attempt < 2; attempt++) {
-            try {
-                return call.apply(connection());
-            } catch (SQLException e) {
-                if (DUPLICATE_KEY.equals(e.getSQLState())) {
-                    throw new IOException(e);
-                }
-                first = first == null ? e : first;
-                closeQuietly();
-            }
-        }
-        throw new IOException("the commit table " + TABLE + " in the catalog's database "
-            + database.redacted()
-            + " did not answer: " + first.getMessage(), first);
-    }
-
-    private Connection connection() throws SQLException {
-        if (connection == null || connection.isClosed()) {
-            connection = database.connect(opened -> "CREATE TABLE " + TABLE + " ("
-                + "TABLE_KEY CHAR(64) NOT NULL, FILE_NAME VARCHAR(64) NOT NULL, TABLE_PATH VARCHAR(4000) NOT NULL, "
-                + "TEMP_PATH VARCHAR(4000) NOT NULL, PUBLISHED SMALLINT NOT NULL, CLAIMED_AT BIGINT NOT NULL, "
-                + "PRIMARY KEY (TABLE_KEY, FILE_NAME))");
-        }
-        return connection;
-    }
-
-    private void closeQuietly() {
-        CatalogDatabase.closeQuietly(connection);
-        connection = null;
     }
 }

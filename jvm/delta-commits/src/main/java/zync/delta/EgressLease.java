@@ -36,12 +36,14 @@ public final class EgressLease {
     /** A lease as this process last saw it held by another, and since when (System.nanoTime). */
     private record Seen(String holder, long beat, long since) {}
 
-    private final CatalogDatabase database;
+    private final CatalogTable table;
     private final Map<String, Seen> seen = new HashMap<>();
-    private Connection connection;
 
     private EgressLease(CatalogDatabase database) {
-        this.database = database;
+        this.table = new CatalogTable(database, "the egress leases " + TABLE, opened -> "CREATE TABLE " + TABLE + " ("
+            + "LEASE_KEY CHAR(64) NOT NULL, NAME VARCHAR(1000) NOT NULL, OWNER VARCHAR(1000) NOT NULL, "
+            + "TTL_MS BIGINT NOT NULL, BEAT BIGINT NOT NULL, RENEWED_AT " + timestampType(opened) + " NOT NULL, "
+            + "PRIMARY KEY (LEASE_KEY))", false);
     }
 
     /** The leases in the database `conf` names (as commit claims find theirs). */
@@ -57,7 +59,7 @@ public final class EgressLease {
      * A caller waiting for a lease calls this again and again: each call is a look at the row.
      */
     public synchronized boolean acquire(String key, String name, String owner, long ttlMillis) throws IOException {
-        return call(connection -> {
+        return table.call(connection -> {
             try (PreparedStatement select = connection.prepareStatement(
                     "SELECT OWNER, BEAT, TTL_MS FROM " + TABLE + " WHERE LEASE_KEY = ?")) {
                 select.setString(1, key);
@@ -90,13 +92,13 @@ public final class EgressLease {
 
     /** Renew `owner`'s lease `key`: false if `owner` no longer holds it (another took it over). */
     public synchronized boolean renew(String key, String owner) throws IOException {
-        return call(connection -> renew(connection, key, owner));
+        return table.call(connection -> renew(connection, key, owner));
     }
 
     /** Take the lease `key` from `holder`, whatever its age: the caller knows `holder` is gone
      * (it held a lock of this machine that the caller holds now). False if `holder` no longer has it. */
     public synchronized boolean takeFrom(String key, String holder, String owner, long ttlMillis) throws IOException {
-        return call(connection -> {
+        return table.call(connection -> {
             try (PreparedStatement update = connection.prepareStatement("UPDATE " + TABLE + " SET OWNER = ?, TTL_MS = ?,"
                     + " BEAT = BEAT + 1, RENEWED_AT = CURRENT_TIMESTAMP WHERE LEASE_KEY = ? AND OWNER = ?")) {
                 update.setString(1, owner);
@@ -110,7 +112,7 @@ public final class EgressLease {
 
     /** Give up `owner`'s lease `key`: false if `owner` did not hold it. */
     public synchronized boolean release(String key, String owner) throws IOException {
-        return call(connection -> {
+        return table.call(connection -> {
             try (PreparedStatement delete = connection.prepareStatement(
                     "DELETE FROM " + TABLE + " WHERE LEASE_KEY = ? AND OWNER = ?")) {
                 delete.setString(1, key);
@@ -123,7 +125,7 @@ public final class EgressLease {
     /** Who holds the lease `key` and how long ago they renewed it (by the database's clock, for a
      * message): "owner\nmillis", or null. */
     public synchronized String holder(String key) throws IOException {
-        return call(connection -> {
+        return table.call(connection -> {
             try (PreparedStatement select = connection.prepareStatement(
                     "SELECT OWNER, RENEWED_AT, CURRENT_TIMESTAMP FROM " + TABLE + " WHERE LEASE_KEY = ?")) {
                 select.setString(1, key);
@@ -179,44 +181,9 @@ public final class EgressLease {
         }
     }
 
-    private interface Call<T> {
-        T apply(Connection connection) throws SQLException;
-    }
-
-    /** Run `call` on the connection, made (with the table) if needed; once more on a new connection
-     * if the old one failed (a database restarted since). */
-    private <T> T call(Call<T> call) throws IOException {
-        SQLException first = null;
-        for (int attempt = 0; attempt < 2; attempt++) {
-            try {
-                return call.apply(connection());
-            } catch (SQLException e) {
-                first = first == null ? e : first;
-                closeQuietly();
-            }
-        }
-        throw new IOException("the egress leases " + TABLE + " in the catalog's database " + database.redacted()
-            + " did not answer: " + first.getMessage(), first);
-    }
-
-    private Connection connection() throws SQLException {
-        if (connection == null || connection.isClosed()) {
-            connection = database.connect(opened -> "CREATE TABLE " + TABLE + " ("
-                + "LEASE_KEY CHAR(64) NOT NULL, NAME VARCHAR(1000) NOT NULL, OWNER VARCHAR(1000) NOT NULL, "
-                + "TTL_MS BIGINT NOT NULL, BEAT BIGINT NOT NULL, RENEWED_AT " + timestampType(opened) + " NOT NULL, "
-                + "PRIMARY KEY (LEASE_KEY))");
-        }
-        return connection;
-    }
-
     /** PostgreSQL's TIMESTAMP would keep the writer's local time, read as the reader's: an instant there. */
     private static String timestampType(Connection connection) throws SQLException {
         return connection.getMetaData().getDatabaseProductName().toLowerCase().contains("postgres")
             ? "TIMESTAMP WITH TIME ZONE" : "TIMESTAMP";
-    }
-
-    private void closeQuietly() {
-        CatalogDatabase.closeQuietly(connection);
-        connection = null;
     }
 }
