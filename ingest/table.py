@@ -263,6 +263,24 @@ class RawTable:
         return ResumeState({r["p"]: r["o"] + 1 for r in rows}, self._txn_version,
                            schema["key"].dataType, schema["value"].dataType, last_key, last_value)
 
+    def resume_pool(self) -> dict[tuple[str, int], int]:
+        """A raw pool's next offsets per (topic, partition) and its txn version, from one table version."""
+        check_envelope(self.schema(), self.label)
+        version, self._txn_version = latest_transaction(self.spark, self._path(), TXN_APP_ID)
+        self._seen_version = version
+        rows = self.spark.sql(
+            f"select kafka.topic as t, kafka.partition as p, max(kafka.offset) as o "
+            f"from {self.sql_name} version as of {version} group by kafka.topic, kafka.partition").collect()
+        return {(r["t"], r["p"]): r["o"] + 1 for r in rows}
+
+    def stored_property(self, name: str, empty: Any) -> Any:
+        """A JSON table property as this ingest last read or wrote it (`empty` if none)."""
+        return self._stored(name, empty)
+
+    def note_with_next_append(self, properties: dict[str, str]) -> None:
+        """Table properties the next append_rows commit sets, with its rows."""
+        self._notes_for_next_append.update(properties)
+
     # --- evolution ----------------------------------------------------------
 
     def evolve(self, changes: list[Change], key: T.DataType, value: T.DataType) -> None:

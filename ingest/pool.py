@@ -1,0 +1,267 @@
+"""A raw pool: many topics in one Delta table, so that one commit takes a batch of every topic.
+
+zync's own design (its pool holds every topic, `kafka.topic` in each record).
+A whole database's cycle then costs one Delta commit whatever the number of
+tables that changed, where a raw table per topic costs one commit each
+(docs/benchmarks.md, "A whole database").
+
+The pool has the raw table's envelope (`kafka`, first) and keeps each record's
+key and value as JSON text (ingest/pool_json.py), since one table cannot take
+every topic's types. Each pooled topic gets a raw view under its raw table's
+name (ingest/pool_view.py) that gives its rows in spark-avro's types again;
+mirrors and analysts read that view as they read a raw table.
+
+The guarantees are the raw table's (ingest/table.py): one commit per batch with
+the SetTransaction of ingest, the resume point is the pool's largest offset per
+topic-partition, another ingest's commit meanwhile stops this one before it
+commits. A topic's types are the merge of its writer schemas
+(ingest/evolution.py), kept in the pool's properties in the same commit as the
+rows that brought them; its view is replaced before that commit, so it never
+lacks a type of the rows it shows.
+
+One failing topic stops only itself: a message that cannot be decoded, or a
+writer schema its types cannot take, ends that topic's part of the batch before
+that message (the messages before it are committed); the run reports it, and
+the topic is read from there again when it is tried again (errors.tolerance
+none; dead letters are for raw tables).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+from confluent_kafka import KafkaError, TopicPartition
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
+
+from ingest.arrow_rows import _kafka, base_schema
+from ingest.data_file import NotDecodable
+from ingest.decode import Message
+from ingest.evolution import IncompatibleSchemaError, merge
+from ingest.pool_json import to_json
+from ingest.pool_view import view_exists, view_sql
+from ingest.schemas import WriterSchemas
+from ingest.table import RawTable, as_nullable
+from zync import kafka_client
+from zync.config import Target
+from zync.errors import ZyncError
+from zync.wire import HEADER, DecodeError, Registry
+
+POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
+TYPES_PROPERTY = "zync.pool.types"  # topic -> {"key": Spark type JSON, "value": ...}
+MOST_RECORDS = 250_000  # a run's batch at most: the rest waits for the next run
+READ_TIMEOUT_S = 30.0  # a run gives up reading to the marks after this long (the broker slow or gone)
+POLL_S = 0.2
+
+
+class PoolTopicError(ZyncError):
+    """One topic of a pool cannot be taken past a message; the pool's other topics go on."""
+
+
+@dataclass
+class PoolRun:
+    """What one run of a pool did: records committed per topic, and the topics that failed and why."""
+
+    records: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, ZyncError] = field(default_factory=dict)
+    version: int | None = None  # the pool's commit, if any
+
+    @property
+    def total(self) -> int:
+        return sum(self.records.values())
+
+
+class PoolIngest:
+    """Ingest of every topic of one raw pool, one commit a run; kept by `zync run` across cycles."""
+
+    def __init__(self, target: Target, pool: str, views: dict[str, str], spark):
+        """`pool`: the pool table (database.table); `views`: topic -> its raw view (database.table)."""
+        self.target = target
+        self.spark = spark
+        self.pool = RawTable(spark, name=pool)
+        self.views = dict(views)
+        self.schemas = WriterSchemas(spark, Registry(target.schema_registry))
+        self.consumer = kafka_client.consumer(target, group="zync-pool")
+        self.next_offsets: dict[tuple[str, int], int] = {}
+        self.types: dict[str, dict[str, T.DataType | None]] = {}
+        self._resumed = False
+        self._readers: dict[int, Any] = {}
+        self._views_checked: set[str] = set()
+        self._merged: set[tuple[str, str, int]] = set()  # (topic, part, writer schema id) merged into the types
+
+    @property
+    def label(self) -> str:
+        return self.pool.label
+
+    def add_topics(self, views: dict[str, str]) -> None:
+        self.views.update(views)
+
+    # --- where it stands ------------------------------------------------------
+
+    def _resume(self) -> None:
+        if self._resumed:
+            return
+        if self.pool.exists():
+            self.next_offsets = self.pool.resume_pool()
+            stored = self.pool.stored_property(TYPES_PROPERTY, {})
+            self.types = {topic: {part: _type(text) for part, text in parts.items()} for topic, parts in stored.items()}
+        self._resumed = True
+
+    def waiting(self, marks: kafka_client.Watermarks) -> dict[tuple[str, int], int]:
+        """Messages Kafka holds past what the pool committed, per (topic, partition) that has any."""
+        self._resume()
+        found = {}
+        for (topic, partition), (low, high) in sorted(marks.items()):
+            if topic not in self.views:
+                continue
+            start = max(self.next_offsets.get((topic, partition), 0), low)
+            if high > start:
+                found[(topic, partition)] = high - start
+        return found
+
+    # --- one run ----------------------------------------------------------------
+
+    def run(self, marks: kafka_client.Watermarks, topics: set[str] | None = None) -> PoolRun:
+        """Read every due partition (of `topics`, if given) up to its mark and commit what decodes, once."""
+        self._resume()
+        due = {tp: count for tp, count in self.waiting(marks).items() if topics is None or tp[0] in topics}
+        result = PoolRun()
+        if not due:
+            return result
+        messages = self._read({tp: marks[tp][1] for tp in due}, {tp: max(self.next_offsets.get(tp, 0), marks[tp][0])
+                                                                 for tp in due})
+        rows, changed = self._decode(messages, result)
+        if not rows:
+            return result
+        self._ensure_pool()
+        for topic in sorted(changed | {t for t, _, _ in rows if t not in self._views_checked}):
+            self._ensure_view(topic, replace=topic in changed)
+        if changed:
+            stored = {topic: {part: (t.json() if t is not None else None) for part, t in parts.items()}
+                      for topic, parts in self.types.items()}
+            self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True)})
+        where = f"{len(rows)} records of {len({t for t, _, _ in rows})} topics"
+        if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where):
+            raise ZyncError(f"raw pool {self.label} cannot take rows written in Python: {self.pool.declined}")
+        for topic, message, _ in rows:
+            key = (topic, message.partition)
+            self.next_offsets[key] = max(self.next_offsets.get(key, 0), message.offset + 1)
+            result.records[topic] = result.records.get(topic, 0) + 1
+        result.version = self.pool._seen_version
+        return result
+
+    def _read(self, ends: dict[tuple[str, int], int], starts: dict[tuple[str, int], int]) -> list[Any]:
+        """The messages from `starts` up to `ends` (at most MOST_RECORDS), in order per partition."""
+        self.consumer.assign([TopicPartition(t, p, starts[(t, p)]) for (t, p) in sorted(starts)])
+        open_ends = dict(ends)
+        taken: list[Any] = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while open_ends and len(taken) < MOST_RECORDS and time.monotonic() < deadline:
+            batch = self.consumer.consume(num_messages=min(10_000, MOST_RECORDS - len(taken)), timeout=POLL_S)
+            for msg in batch:
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise ZyncError(f"raw pool {self.label}: Kafka: {msg.error()}")
+                key = (msg.topic(), msg.partition())
+                if key not in ends:
+                    continue
+                taken.append(msg)
+                if msg.offset() + 1 >= open_ends.get(key, 0):
+                    open_ends.pop(key, None)
+            if not batch:  # a mark past the last record (a transaction's marker): the position says so
+                for key in list(open_ends):
+                    position = self.consumer.position([TopicPartition(*key)])[0].offset
+                    if position >= open_ends[key]:
+                        open_ends.pop(key)
+        self.consumer.unassign()
+        return taken
+
+    def _reader(self, schema_id: int) -> Any:
+        parsed = self._readers.get(schema_id)
+        if parsed is None:
+            parsed = self._readers[schema_id] = fastavro.parse_schema(base_schema(self.schemas.avro(schema_id)))
+        return parsed
+
+    def _decode(self, consumed: list[Any], result: PoolRun) -> tuple[list[tuple[str, Message, tuple]], set[str]]:
+        """(topic, message, (key JSON, value JSON)) of every message that decodes, in (topic, partition,
+        offset) order, and the topics whose types this batch changed; a topic's first failure ends its
+        part of the batch (result.failed says why)."""
+        rows, changed = [], set()
+        for msg in sorted(consumed, key=lambda m: (m.topic(), m.partition(), m.offset())):
+            topic = msg.topic()
+            if topic in result.failed:
+                continue
+            try:
+                message = Message.of(msg, keep_headers=False)
+                texts = tuple(self._json(message, part, changed) for part in ("key", "value"))
+            except (DecodeError, NotDecodable, IncompatibleSchemaError) as e:
+                result.failed[topic] = PoolTopicError(
+                    f"topic {topic} partition {msg.partition()} offset {msg.offset()} cannot go into raw pool "
+                    f"{self.label}: {e}. The topic's earlier records are committed and it stops there; the pool's "
+                    "other topics go on. Fix the producer or its schema; the topic is read from that record "
+                    "again when it is retried.")
+                continue
+            rows.append((topic, message, texts))
+        return rows, changed
+
+    def _json(self, message: Message, part: str, changed: set[str]) -> str | None:
+        data, schema_id = getattr(message, part), getattr(message, f"{part}_schema_id")
+        if data is None or schema_id is None:
+            return None
+        if (message.topic, part, schema_id) not in self._merged:
+            parts = self.types.setdefault(message.topic, {"key": None, "value": None})
+            writer = as_nullable(self.schemas.spark_type(schema_id))
+            current = parts.get(part)
+            merged = writer if current is None else merge(current, writer, (part,))[0]
+            if current is None or merged.json() != current.json():
+                parts[part] = merged
+                changed.add(message.topic)
+            self._merged.add((message.topic, part, schema_id))
+        try:
+            datum = fastavro.schemaless_reader(io.BytesIO(data[HEADER.size:]), self._reader(schema_id), None)
+        except NotDecodable:
+            raise
+        except Exception as e:  # noqa: BLE001 - fastavro raises many kinds for corrupt bytes
+            raise DecodeError(f"{part}: cannot decode with writer schema id {schema_id}: {e}") from None
+        return to_json(datum)
+
+    # --- the pool and its views --------------------------------------------------
+
+    def _ensure_pool(self) -> None:
+        if self.pool.exists():
+            return
+        if not self.pool.create(POOL_COLUMNS_TYPE, POOL_COLUMNS_TYPE, f"raw pool {self.label}"):
+            raise ZyncError(f"raw pool {self.label} cannot be created: {self.pool.declined}. Drop or move what "
+                            "is at its location, then run again.")
+
+    def _ensure_view(self, topic: str, replace: bool) -> None:
+        """The topic's raw view, made if missing, replaced if its types changed."""
+        view = self.views[topic]
+        if replace or not view_exists(self.spark, view):
+            parts = self.types[topic]
+            self.spark.sql(view_sql(view, self.pool.name, topic, parts.get("key") or T.StringType(),
+                                    parts.get("value") or T.StringType()))
+        self._views_checked.add(topic)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _type(text: str | None) -> T.DataType | None:
+    return None if text is None else T._parse_datatype_json_string(text)
+
+
+def _arrow(rows: list[tuple[str, Message, tuple]], schema: T.StructType) -> pa.Table:
+    """The batch as the pool's rows: the envelope, then the key's and the value's JSON."""
+    arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType), nullable=f.nullable) for f in schema.fields])
+    messages = [message for _, message, _ in rows]
+    return pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type),
+                                 pa.array([texts[0] for _, _, texts in rows], pa.string()),
+                                 pa.array([texts[1] for _, _, texts in rows], pa.string())], schema=arrow_schema)
