@@ -15,13 +15,16 @@ CDC table, how to key it, how to treat deletes and which columns to keep:
           customer: value.after.customer
         types:                          # optional, with the default columns: a Spark type per field
           discount: string              # (string keeps an unconstrained numeric's exact text)
+        pool: raw_pool                  # optional: the topic's records go to this raw pool, shared by
+                                        # many topics (one commit a cycle for all; ingest/pool.py), and
+                                        # its raw table is a view over the pool
 
 An entry may name many topics at once, e.g. every table of a Debezium
 connector, with a regular expression instead of one topic:
 
       - topics: 'pg\.public\..*'      # every topic it fully matches gets a mirror
         name: '{table}_mirror'          # the model's name (default '{table}'), see TopicParts
-        delete: hard                    # delete, source-ts and types as above
+        delete: hard                    # delete, source-ts, types and pool as above
 
 Each matching topic gets a mirror with the defaults (primary key from the
 Kafka key, columns from value.after, raw table raw_<topic in snake case>).
@@ -70,8 +73,8 @@ from zync.tables import raw_table_name, snake
 MODELS_FOLDER = Path("models") / "mirrors"
 DELETE_MODES = ("hard", "soft")
 # The settings each kind of entry takes (docs/reference/mirror-yaml.md has a table of each).
-MIRROR_KEYS = frozenset({"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types"})
-PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types"})
+MIRROR_KEYS = frozenset({"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types", "pool"})
+PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types", "pool"})
 # Columns the mirror adds itself; user columns may not start with this prefix.
 RESERVED_PREFIX = "_zync_"
 # The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
@@ -100,6 +103,7 @@ class Mirror:
     where: Where
     types: tuple[tuple[str, str], ...] = ()  # (field of value.after, Spark type) for the default columns
     pattern: str | None = None  # the `topics:` expression of the entry it was made from, if any
+    pool: str | None = None  # the raw pool holding the topic's records (its raw table then a view), if any
 
 
 # The placeholders a pattern entry's `name:` template may use besides its expression's named groups.
@@ -130,6 +134,7 @@ class MirrorPattern:
     source_ts: Text | None
     types: tuple[tuple[str, str], ...]
     where: Where
+    pool: str | None = None
 
     def model_name(self, topic: str) -> str:
         """The model name of a matching topic's mirror; a TransformError if it is not a plain SQL name."""
@@ -143,7 +148,7 @@ class MirrorPattern:
 
     def mirror(self, topic: str) -> Mirror:
         return Mirror(self.model_name(topic), topic, raw_table_name(topic), self.delete, None, None,
-                      self.source_ts, self.where, self.types, pattern=self.topics.pattern)
+                      self.source_ts, self.where, self.types, pattern=self.topics.pattern, pool=self.pool)
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,7 @@ class MirrorFile:
     @property
     def reads(self) -> tuple[tuple[str, Input], ...]:
         """(model, input) for every raw table the mirrors read, as compiler.properties lists sources."""
-        return tuple((m.model, Input(m.topic, m.table, m.where)) for m in self.mirrors)
+        return tuple((m.model, Input(m.topic, m.table, m.where, pool=m.pool)) for m in self.mirrors)
 
 
 def expand_patterns(files: list[MirrorFile], topics: Iterable[str]) -> list[MirrorFile]:
@@ -259,7 +264,7 @@ def _pattern(path: Path, raw: dict, what: str) -> MirrorPattern:
                              f"name: {name}")
     types = _types(path, raw, what) if "types" in raw else ()
     return MirrorPattern(topics, name, _delete_mode(path, raw, what), _source_ts(path, raw, what), types,
-                         _where(path, raw))
+                         _where(path, raw), _pool(path, raw, what))
 
 
 def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
@@ -285,7 +290,13 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
     if types and columns is not None:
         raise TransformError(_where(path, raw, "types"), f"{what}: `types` applies to the default columns (every field "
                              "of value.after); with `columns`, write the type in the column's SQL, e.g. cast(... as string)")
-    return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw), types)
+    return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw), types,
+                  pool=_pool(path, raw, what))
+
+
+def _pool(path: Path, raw: dict, what: str) -> str | None:
+    """`pool:` the raw pool's table name, if the entry has one."""
+    return _identifier(path, raw, "pool", what) if "pool" in raw else None
 
 
 def _types(path: Path, raw: dict, what: str) -> tuple[tuple[str, str], ...]:

@@ -94,6 +94,7 @@ class Input:
     where: Where
     expire_after: ExpireAfter | None = None
     errors_tolerance: str | None = None  # ingest's, for the topic (Kafka Connect's errors.tolerance); None: unsaid
+    pool: str | None = None  # the raw pool holding the topic's records (`table` is then a view over it), if any
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ COMPRESSION = "zstd"
 DICTIONARY = False
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+STRING_PREFIX = 32  # Delta's spark.databricks.delta.stats.skipping.stringPrefixLength default
 
 
 class NotDecodable(Exception):
@@ -58,6 +59,11 @@ def _exact(array: pa.Array, spark_type: T.DataType) -> bool:
     """Whether Delta's statistics hold this leaf's min and max exactly, in a form checked against Delta's own."""
     if isinstance(spark_type, _INTEGERS):
         return True
+    if isinstance(spark_type, T.StringType):
+        # Delta keeps a string's first STRING_PREFIX characters (and marks a truncated maximum): strings
+        # no longer than that are their own statistics, compared as Spark does (UTF-8 bytes).
+        longest = pc.max(pc.utf8_length(array)).as_py()
+        return longest is None or longest <= STRING_PREFIX
     if isinstance(spark_type, T.TimestampType):
         micros = pc.cast(array, pa.int64())
         return pc.all(pc.equal(pc.multiply(pc.divide(micros, 1000), 1000), micros)).as_py() is not False

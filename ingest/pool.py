@@ -51,10 +51,10 @@ from ingest.table import RawTable, as_nullable
 from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
+from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
-TYPES_PROPERTY = "zync.pool.types"  # topic -> {"key": Spark type JSON, "value": ...}
 MOST_RECORDS = 250_000  # a run's batch at most: the rest waits for the next run
 READ_TIMEOUT_S = 30.0  # a run gives up reading to the marks after this long (the broker slow or gone)
 POLL_S = 0.2
@@ -98,6 +98,11 @@ class PoolIngest:
     @property
     def label(self) -> str:
         return self.pool.label
+
+    def has_rows(self, topic: str) -> bool:
+        """Whether the pool holds records of `topic` (so its raw view is there), as this ingest knows it."""
+        self._resume()
+        return topic in self.types
 
     def add_topics(self, views: dict[str, str]) -> None:
         self.views.update(views)
@@ -145,7 +150,8 @@ class PoolIngest:
         if changed:
             stored = {topic: {part: (t.json() if t is not None else None) for part, t in parts.items()}
                       for topic, parts in self.types.items()}
-            self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True)})
+            self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True),
+                                             CHANGED_PROPERTY: json.dumps(sorted(changed))})
         where = f"{len(rows)} records of {len({t for t, _, _ in rows})} topics"
         if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where):
             raise ZyncError(f"raw pool {self.label} cannot take rows written in Python: {self.pool.declined}")
@@ -258,10 +264,20 @@ def _type(text: str | None) -> T.DataType | None:
     return None if text is None else T._parse_datatype_json_string(text)
 
 
-def _arrow(rows: list[tuple[str, Message, tuple]], schema: T.StructType) -> pa.Table:
-    """The batch as the pool's rows: the envelope, then the key's and the value's JSON."""
+def _arrow(rows: list[tuple[str, Message, tuple]], schema: T.StructType) -> list[pa.Table]:
+    """The batch as the pool's rows, one file's worth per topic: the envelope, then the key's and the
+    value's JSON. A file of one topic has that topic as its `kafka.topic` statistics, so a raw view
+    reads only its own topic's files, and a topic's growth is read from the log alone."""
     arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType), nullable=f.nullable) for f in schema.fields])
-    messages = [message for _, message, _ in rows]
-    return pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type),
-                                 pa.array([texts[0] for _, _, texts in rows], pa.string()),
-                                 pa.array([texts[1] for _, _, texts in rows], pa.string())], schema=arrow_schema)
+    by_topic: dict[str, list[tuple[str, Message, tuple]]] = {}
+    for row in rows:
+        by_topic.setdefault(row[0], []).append(row)
+    tables = []
+    for topic in sorted(by_topic):
+        part = by_topic[topic]
+        messages = [message for _, message, _ in part]
+        tables.append(pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type),
+                                            pa.array([texts[0] for _, _, texts in part], pa.string()),
+                                            pa.array([texts[1] for _, _, texts in part], pa.string())],
+                                           schema=arrow_schema))
+    return tables

@@ -113,8 +113,9 @@ class FoldPolicy:
         if last is None:
             return (1, 0)
         commits, rows, schema_changed = 0, 0, False
+        topics = {i.table: i.pool_topic for i in model.inputs}
         for table, version in seen.items():
-            counted = self._count(model.name, table, last.get(table), version)
+            counted = self._count(model.name, table, last.get(table), version, topics.get(table))
             if counted is None:
                 return (1, 0)  # its growth cannot be read (a table made again, its log cleaned up)
             commits += counted.commits
@@ -126,21 +127,23 @@ class FoldPolicy:
             return (GROWN, -commits)
         return None
 
-    def _count(self, mirror: str, table: str, since: TableVersion | None, until: TableVersion | None) -> Counted | None:
-        """The raw table's growth from `since` (the last fold's) to `until`, read on from the last count."""
+    def _count(self, mirror: str, table: str, since: TableVersion | None, until: TableVersion | None,
+               topic: str | None = None) -> Counted | None:
+        """The raw table's growth from `since` (the last fold's) to `until`, read on from the last count
+        (of `topic` alone, in a raw pool)."""
         if since is None or until is None:
             return None
         known = self.counted.get((mirror, table))
         if known is not None and known.since == since and known.until.table_id == until.table_id \
                 and known.until.version <= until.version:
-            more = self.versions.growth(table, known.until, until)
+            more = self.versions.growth(table, known.until, until, topic)
             if more is not None:
                 rows = None if known.rows is None or more.rows is None else known.rows + more.rows
                 counted = Counted(since, until, known.commits + more.commits, rows,
                                   known.schema_changed or more.schema_changed)
                 self.counted[(mirror, table)] = counted
                 return counted
-        growth = self.versions.growth(table, since, until)
+        growth = self.versions.growth(table, since, until, topic)
         if growth is None:
             self.counted.pop((mirror, table), None)
             return None

@@ -25,6 +25,7 @@ from dbt.cli.main import dbtRunner
 
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCE_META
+from zync.pools import POOL_META
 
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
@@ -45,8 +46,14 @@ class RawInput:
     """A raw table a model reads, and the topic ingest fills it from."""
 
     topic: str
-    table: str  # database.table
+    table: str  # database.table: the Delta table holding its rows (a raw pool, for a pooled topic)
     errors_tolerance: str | None = None  # the source's zync_errors_tolerance meta (None: unsaid)
+    pool_view: str | None = None  # a pooled topic's raw view (database.table), what models read; None: not pooled
+
+    @property
+    def pool_topic(self) -> str | None:
+        """The topic whose rows of `table` are this input's, where `table` is a raw pool holding many."""
+        return self.topic if self.pool_view else None
 
 
 @dataclass(frozen=True)
@@ -160,8 +167,10 @@ class DbtProject:
             for parent in node.depends_on.nodes:
                 source = manifest.sources.get(parent)
                 if source is not None and (source.meta or {}).get("zync_topic"):
-                    inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{source.identifier}",
-                                           source.meta.get(TOLERANCE_META)))
+                    relation = f"{source.schema}.{source.identifier}"
+                    pool = source.meta.get(POOL_META)
+                    inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{pool}" if pool else relation,
+                                           source.meta.get(TOLERANCE_META), relation if pool else None))
             found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs),
                                    inputs_only=len(inputs) == len(node.depends_on.nodes)))
         if select:

@@ -54,11 +54,12 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
+from ingest.pool import PoolIngest
 from ingest.table import PARQUET_SETTINGS
 from service.compaction import (COMPACT_AFTER_COMMITS, compact, compaction_due_after, compaction_state,
                                 compactions_per_cycle)
@@ -137,6 +138,18 @@ class Backoff:
         return time.monotonic() >= self.next_try
 
 
+@dataclass
+class PooledIngest:
+    """What a cycle's raw pools took: records per pool, and what they left behind their marks."""
+
+    records: dict[str, int] = field(default_factory=dict)
+    lag: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.records.values())
+
+
 class RanAt(dict):
     """model -> {raw table: TableVersion} its last successful run saw, kept in a file across restarts.
 
@@ -194,6 +207,7 @@ class Service:
         self.discovery = TopicDiscovery(target, self.project.root, self._topic_names)
         self.models: list[ZyncModel] = []
         self.ingests: dict[RawInput, Ingest] = {}
+        self.pools: dict[str, PoolIngest] = {}  # raw pool (database.table) -> the ingest of all its topics
         self.egresses: dict[str, Egress] = {}
         # What the last successful run of each model saw: its raw tables' versions (kept across restarts).
         self.ran_at = RanAt(self.project.root / TARGET_PATH / f"ran-at-{target.name}.json")
@@ -271,6 +285,9 @@ class Service:
         counts = {raw.topic: 0 for raw in self.inputs()}
         for job in list(self.ingests.values()):
             for (topic, _), waiting in job.waiting(self.watcher, marks).items():
+                counts[topic] = counts.get(topic, 0) + waiting
+        for pool in list(self.pools.values()):
+            for (topic, _), waiting in pool.waiting(marks).items():
                 counts[topic] = counts.get(topic, 0) + waiting
         return counts
 
@@ -389,8 +406,10 @@ class Service:
             marks = None
         if marks is not None:
             self.metrics.lags(self._lag_counts(marks))
+        pooled = self._ingest_pools(marks)
+        records, tables, lag = pooled.total, {t: n for t, n in pooled.records.items() if n}, pooled.lag
         for raw in self.inputs():
-            if self.stopping.is_set() or not self._try(f"ingest:{raw.topic}"):
+            if raw.pool_view or self.stopping.is_set() or not self._try(f"ingest:{raw.topic}"):
                 continue
             job = self.ingests.get(raw)
             try:
@@ -407,7 +426,8 @@ class Service:
                 self._failed("ingest", raw.topic, e)
         self.metrics.ingest_starting(raw.table for raw, _ in due)
         outcomes = self._run_ingests(due, marks)
-        if self.warm_up_first and not self.ready and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
+        if self.warm_up_first and not self.ready and not pooled.total \
+                and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
             self.warm_up()  # a backlog would have warmed it with real work
         for raw, job, outcome in outcomes:
             self.metrics.ingested(raw.topic, raw.table, outcome if isinstance(outcome, int) else 0,
@@ -433,6 +453,68 @@ class Service:
         if not tables:
             return None
         return StageReport("ingest", time.monotonic() - started, records, {"tables": tables, "lag": lag})
+
+    def _ingest_pools(self, marks: kafka_client.Watermarks | None) -> "PooledIngest":
+        """One commit per raw pool holding every due pooled topic's new records (ingest/pool.py).
+
+        A topic that fails stops alone (it backs off as any topic does); a pool that fails as a whole
+        (another ingest's commit, the engine's error) fails each of its due topics, and a new
+        PoolIngest resumes from the pool when they are tried again.
+        """
+        done = PooledIngest()
+        if marks is None:
+            return done
+        members: dict[str, dict[str, str]] = {}
+        for raw in self.inputs():
+            if raw.pool_view:
+                members.setdefault(raw.table, {})[raw.topic] = raw.pool_view
+        for pool, views in sorted(members.items()):
+            allowed = {t for t in views if self._try(f"ingest:{t}")}
+            if self.stopping.is_set() or not allowed:
+                continue
+            try:
+                job = self.pools.get(pool)
+                if job is None:
+                    job = self.pools[pool] = PoolIngest(self.target, pool, views, self.spark.newSession())
+                job.add_topics(views)
+                if not {tp for tp in job.waiting(marks) if tp[0] in allowed}:
+                    continue
+                self.metrics.ingest_starting([pool])
+                result = job.run(marks, allowed)
+            except Exception as e:  # noqa: BLE001 - the pool's commit failed: each due topic reports it
+                error = e if isinstance(e, ZyncError) else ZyncError(f"ingest into raw pool {pool} failed: {e}")
+                self._drop_pool(pool)
+                for topic in sorted(allowed):
+                    self._failed("ingest", topic, error)
+                continue
+            for topic in sorted(allowed):
+                if topic in result.failed:
+                    self._failed("ingest", topic, result.failed[topic])
+                    continue
+                self._succeeded("ingest", topic)
+                self.metrics.ingested(topic, pool, result.records.get(topic, 0), 0)
+            behind = job.waiting(marks)
+            for topic in views:
+                self.metrics.lags({topic: sum(n for (t, _), n in behind.items() if t == topic)})
+            done.lag += sum(behind.values())
+            if result.total:
+                done.records[pool] = done.records.get(pool, 0) + result.total
+        return done
+
+    def _pooled_yet(self, raw: RawInput) -> bool:
+        """Whether a pooled topic has records in its pool, so its raw view is there (True if not pooled)."""
+        if not raw.pool_view:
+            return True
+        job = self.pools.get(raw.table)
+        return job is not None and job.has_rows(raw.topic)
+
+    def _drop_pool(self, pool: str) -> None:
+        job = self.pools.pop(pool, None)
+        if job is not None:
+            try:
+                job.close()
+            except Exception:  # noqa: BLE001 - a consumer that cannot close cleanly is gone all the same
+                pass
 
     def warm_up(self) -> None:
         """A first cycle with nothing to read: the engine's first Delta write, MERGE and read, on rows of
@@ -488,7 +570,7 @@ class Service:
         due: dict[str, dict[str, TableVersion | None]] = {}
         for model in self.models:
             seen = {i.table: current[i.table] for i in model.inputs}
-            if any(v is None for v in seen.values()):
+            if any(v is None for v in seen.values()) or not all(self._pooled_yet(i) for i in model.inputs):
                 continue  # a raw table is not there yet: its topic has had no record
             if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
@@ -622,7 +704,9 @@ class Service:
         """
         if self.versions.version(mirror.table) is not None:
             return False
-        rows = [self.versions.rows_appended(table, version, FIRST_BUILD_COMMITS) for table, version in seen.items()]
+        topics = {i.table: i.pool_topic for i in mirror.inputs}
+        rows = [self.versions.rows_appended(table, version, FIRST_BUILD_COMMITS, topics.get(table))
+                for table, version in seen.items()]
         return None not in rows and sum(rows) <= SMALL_RUN_ROWS
 
     def publish(self) -> StageReport | None:
@@ -780,7 +864,8 @@ class Service:
 
     def _arrived(self) -> bool:
         """Whether a topic has messages its raw table does not (cheap: Kafka watermarks only)."""
-        if any(raw not in self.ingests for raw in self.inputs()):
+        if any((raw.topic not in self.pools[raw.table].views if raw.table in self.pools else True) if raw.pool_view
+               else raw not in self.ingests for raw in self.inputs()):
             return True
         try:
             counts = self._lag_counts(self._watermarks())
@@ -825,6 +910,8 @@ class Service:
         self.watcher.close()
         for raw in list(self.ingests):
             self._drop_ingest(raw)
+        for pool in list(self.pools):
+            self._drop_pool(pool)
         if self.http is not None:
             self.http.shutdown()
             self.http.server_close()

@@ -11,6 +11,7 @@ import json
 from typing import NamedTuple
 
 from zync.delta_metadata import commit_texts, latest_version, table_location
+from zync.pools import changed_topics, file_topic
 
 
 class TableVersion(NamedTuple):
@@ -56,21 +57,27 @@ class TableVersions:
             return None
         return TableVersion(table_id, version)
 
-    def rows_added(self, name: str, since: TableVersion | None, until: TableVersion | None) -> int | None:
+    def rows_added(self, name: str, since: TableVersion | None, until: TableVersion | None,
+                   topic: str | None = None) -> int | None:
         """Rows the commits after `since` up to `until` added to the table (its log's add actions' statistics).
 
         None when that cannot be told: either version missing, the table made
         again in between, a commit's log gone (cleaned up), or a file without
         a record count. Reads only those commits' JSON (no Spark job).
+        `topic`: only that topic's rows of a raw pool (see growth).
         """
-        growth = self.growth(name, since, until)
+        growth = self.growth(name, since, until, topic)
         return None if growth is None else growth.rows
 
-    def growth(self, name: str, since: TableVersion | None, until: TableVersion | None) -> "Growth | None":
+    def growth(self, name: str, since: TableVersion | None, until: TableVersion | None,
+               topic: str | None = None) -> "Growth | None":
         """What the commits after `since` up to `until` did to the table, read from their JSON (no Spark job).
 
         None when the commits cannot be read: either version missing, the table
         made again in between, a commit's log gone (cleaned up).
+        `topic`: what they did to one topic of a raw pool (ingest/pool.py), which writes a file per topic
+        and names the topics whose types a commit changed: the commits with a file of the topic, its
+        rows, and whether its types changed.
         """
         if since is None or until is None or since.table_id != until.table_id:
             return None
@@ -80,23 +87,31 @@ class TableVersions:
         if location is None:
             return None
         try:
-            rows, seen, schema_changed = 0, 0, False
+            rows, seen, touched, schema_changed = 0, 0, 0, False
             for _, texts in commit_texts(self.spark, location, since.version + 1, until.version):
                 seen += 1
+                mine = topic is None
                 for text in texts:
                     if text.startswith('{"metaData":'):  # a new schema (or table properties)
-                        schema_changed = True
+                        if topic is None or topic in changed_topics(text):
+                            schema_changed = mine = True
                     elif text.startswith('{"add":') and rows is not None:  # (a commitInfo's text is not always valid JSON)
                         added = json.loads(text)["add"]
                         if not added.get("dataChange", True):
                             continue  # a compaction's rewrite of rows already there (service/compaction.py)
-                        records = json.loads(added.get("stats") or "{}").get("numRecords")
+                        stats = json.loads(added.get("stats") or "{}")
+                        if topic is not None and file_topic(stats) != topic:
+                            continue
+                        mine = True
+                        records = stats.get("numRecords")
                         rows = None if records is None else rows + int(records)
+                touched += mine
         except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
             return None
-        return Growth(seen, rows, schema_changed) if seen == until.version - since.version else None
+        return Growth(touched, rows, schema_changed) if seen == until.version - since.version else None
 
-    def rows_appended(self, name: str, until: TableVersion | None, most_commits: int) -> int | None:
+    def rows_appended(self, name: str, until: TableVersion | None, most_commits: int,
+                      topic: str | None = None) -> int | None:
         """Rows the table's commits up to `until` added, counted only if it has at most `most_commits` commits.
 
         A raw table is only appended to, so these are all the rows a model reads in a first build. None
@@ -104,7 +119,7 @@ class TableVersions:
         """
         if until is None or until.version >= most_commits:
             return None
-        return self.rows_added(name, TableVersion(until.table_id, -1), until)
+        return self.rows_added(name, TableVersion(until.table_id, -1), until, topic)
 
     def commits(self, name: str, since: TableVersion | None, until: TableVersion | None) -> list[list[str]] | None:
         """The actions (their JSON text) of each commit after `since` up to `until`, oldest first.

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from ingest.pool import TYPES_PROPERTY, PoolIngest
+from ingest.pool import PoolIngest
+from zync.pools import TYPES_PROPERTY
 from tests.ingest.conftest import unique
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
 from tests.ingest.test_all_types import SCHEMA, VALUES

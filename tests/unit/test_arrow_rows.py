@@ -156,14 +156,21 @@ def test_statistics_are_exact_where_kept_and_absent_where_delta_would_round():
     stats = statistics(table, schema, ["kafka", "key", "value.source.ts_ms", "value.at", "value.name"])
     assert stats["numRecords"] == 2
     assert stats["minValues"] == {
-        "kafka": {"partition": 0, "offset": 5, "timestamp": "2026-01-01T00:00:00.000Z", "key_schema_id": 1,
-                  "value_schema_id": 2},
-        "key": {"id": 1}, "value": {"source": {"ts_ms": 100}}}
+        "kafka": {"topic": "t", "partition": 0, "offset": 5, "timestamp": "2026-01-01T00:00:00.000Z",
+                  "key_schema_id": 1, "value_schema_id": 2},
+        "key": {"id": 1}, "value": {"source": {"ts_ms": 100}, "name": "x"}}
     assert stats["maxValues"]["kafka"]["offset"] == 9
     assert stats["maxValues"]["kafka"]["timestamp"] == "2026-01-01T00:00:01.500Z"
-    # A null row's leaves count as nulls, as Delta counts them; a string and a microsecond time: no statistics.
-    assert stats["nullCount"]["value"] == {"source": {"ts_ms": 1}}
-    assert stats["nullCount"]["kafka"]["value_schema_id"] == 1 and "topic" not in stats["nullCount"]["kafka"]
+    # A null row's leaves count as nulls, as Delta counts them; a microsecond time: no statistics.
+    assert stats["nullCount"]["value"] == {"source": {"ts_ms": 1}, "name": 1}
+    assert stats["nullCount"]["kafka"]["value_schema_id"] == 1 and stats["nullCount"]["kafka"]["topic"] == 0
+
+
+def test_a_string_longer_than_deltas_prefix_has_no_statistics():
+    schema = T.StructType([T.StructField("s", T.StringType())])
+    short, long = "é" * 32, "x" * 33
+    assert statistics(pa.table({"s": [short, "a"]}), schema, ["s"])["maxValues"] == {"s": short}
+    assert "s" not in statistics(pa.table({"s": [long, "a"]}), schema, ["s"]).get("maxValues", {})
 
 
 def test_a_table_delta_writes_otherwise_is_left_to_spark():

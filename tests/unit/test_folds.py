@@ -19,7 +19,7 @@ class FakeVersions:
     def version(self, name: str) -> TableVersion | None:
         return TableVersion("base", 3) if name in self.bases else None
 
-    def growth(self, name, since, until):
+    def growth(self, name, since, until, topic=None):
         if since is None or until is None or since.table_id != until.table_id:
             return None
         self.read.append((name, since.version, until.version))

@@ -1,0 +1,116 @@
+"""A whole database through one `zync run` with a raw pool: every matching topic's records in one Delta
+commit a cycle, each mirror reading its topic's raw view over the pool.
+
+The same database as tests/service/test_whole_database.py: a table whose topic carries a
+message that is not Avro stops alone; a table added while the run runs is mirrored live;
+a mirror folds by its own topic's growth in the pool, not the pool's; a restart reads
+nothing twice.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from confluent_kafka import Producer
+
+from service.etl_status import render_failures
+from service.run import Service
+from testkit.invoices import DEMO, ROOT
+from testkit.scratch import make_scratch_project
+from zync import kafka_client, topics
+from zync.progress import Progress
+
+SCHEMA = "zync"
+PREFIX = "pooldb.public."
+POOL = f"{SCHEMA}.raw_pooldb"
+MIRRORS = r"""
+mirrors:
+  - topics: 'pooldb\.public\..*'
+    name: 'pooldb_{table}'
+    pool: raw_pooldb
+"""
+
+
+def produce(target, table: str, changes: list[tuple[str, int, str | None]]) -> None:
+    """(op, ID, customer) changes of one table, as Debezium writes them (a delete carries its before)."""
+    records = []
+    for op, key, customer in changes:
+        row = {"ID": key, "customer": customer, "item": f"item{key}"}
+        records.append({"key": {"ID": key}, "value": {
+            "before": row if op == "d" else None, "after": None if op == "d" else row, "op": op, "ts_ms": None}})
+    topics.produce(target, PREFIX + table, records, DEMO / "schemas" / "Invoices-key.avsc",
+                   DEMO / "schemas" / "Invoices-value.avsc")
+
+
+def mirror(spark, table: str) -> dict[int, str]:
+    return {r["ID"]: r["customer"] for r in spark.sql(f"select ID, customer from {SCHEMA}.pooldb_{table}").collect()}
+
+
+def cycles_until(service: Service, done, most: int = 6) -> None:
+    for _ in range(most):
+        service.cycle()
+        if done():
+            return
+    raise AssertionError(f"not done after {most} cycles")
+
+
+def pool_offsets(spark) -> list[tuple[str, int]]:
+    return sorted((r[0], r[1]) for r in spark.sql(f"select kafka.topic, kafka.offset from {POOL}").collect())
+
+
+def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_path):
+    project = make_scratch_project(tmp_path / "db", {"db.yml": MIRRORS}, spark=spark,
+                                   topics=lambda: kafka_client.topic_names(target))
+    for shared in ("profiles", ".local", "jvm"):
+        (project.path / shared).symlink_to(ROOT / shared)
+    produce(target, "customers", [("r", 1, "ann"), ("r", 2, "bob"), ("u", 1, "anna")])
+    produce(target, "orders", [("r", 1, "ann"), ("c", 2, "bob"), ("d", 1, None)])
+    kafka_client.ensure_topic(target, PREFIX + "broken")
+    poison = Producer(target.kafka)
+    poison.produce(PREFIX + "broken", key=b"\x00\x00\x00\x00\x01", value=b"not avro at all")
+    poison.flush()
+    log = io.StringIO()
+    with Service(target, root=project.path, status=Progress.for_run(stream=log, live=False)) as service:
+        service.discovery.every_s = 0
+        cycles_until(service, lambda: {"pooldb_customers", "pooldb_orders"} <= {m.name for m in service.models}
+                     and spark.catalog.tableExists(f"{SCHEMA}.pooldb_orders"))
+        assert mirror(spark, "customers") == {1: "anna", 2: "bob"}
+        assert mirror(spark, "orders") == {2: "bob"}
+        sources = (project.path / "models" / "raw" / "__sources.yml").read_text()
+        assert "zync_pool: raw_pooldb" in sources and "raw_pooldb_public_customers__dead_letters" not in sources
+        # Both tables' records came in one commit (the pool's create is version 0), a file per topic.
+        history = spark.sql(f"describe history {POOL}").collect()
+        writes = [h for h in history if h["operation"] == "WRITE"]
+        assert len(writes) == 1 and writes[0]["operationMetrics"]["numFiles"] == "2"
+        # The raw tables are views over the pool; the broken table's topic stopped alone, before its record.
+        assert spark.catalog.getTable(f"{SCHEMA}.raw_pooldb_public_customers").tableType == "VIEW"
+        assert {t for t, _ in pool_offsets(spark)} == {PREFIX + "customers", PREFIX + "orders"}
+        errors = [json.loads(line) for line in log.getvalue().splitlines() if '"error"' in line]
+        assert {e["of"] for e in errors} == {PREFIX + "broken"}
+        assert PREFIX + "broken" in render_failures(project.path, target.name)
+
+        # A change, and a table added now: one more commit carries both.
+        produce(target, "customers", [("u", 2, "bobby")])
+        produce(target, "invoices", [("r", 7, "cy"), ("c", 8, "dee")])
+        cycles_until(service, lambda: spark.catalog.tableExists(f"{SCHEMA}.pooldb_invoices")
+                     and mirror(spark, "customers")[2] == "bobby")
+        assert mirror(spark, "invoices") == {7: "cy", 8: "dee"}
+
+        # A mirror folds by its own topic's commits in the pool: orders, unchanged since, does not.
+        service.folds.after_commits = 2
+        produce(target, "customers", [("c", 3, "cy")])
+        cycles_until(service, lambda: spark.catalog.tableExists(f"{SCHEMA}.pooldb_customers__base"))
+        assert not spark.catalog.tableExists(f"{SCHEMA}.pooldb_orders__base")
+        assert mirror(spark, "customers") == {1: "anna", 2: "bobby", 3: "cy"}
+        produce(target, "customers", [("d", 3, None)])
+        cycles_until(service, lambda: 3 not in mirror(spark, "customers"))
+    before = pool_offsets(spark)
+    assert before == sorted(set(before))  # no record twice
+
+    # A restart resumes from the pool: nothing more to read, nothing read twice.
+    produce(target, "orders", [("u", 2, "bo")])
+    with Service(target, root=project.path, status=Progress.for_run(stream=io.StringIO(), live=False)) as again:
+        cycles_until(again, lambda: mirror(spark, "orders") == {2: "bo"})
+    after = pool_offsets(spark)
+    assert after == sorted(set(after)) and after == sorted(before + [(PREFIX + "orders", 3)])
