@@ -8,6 +8,10 @@ Defaults: N = 10, 50 and 200 tables, each with both skews, in turn. One command,
 it starts its own Kafka, registry, catalog, Kafka Connect and PostgreSQL (`zync up --connect`, its own
 state folder .local/bench-wide-state and ports) and stops them at the end (--keep leaves them).
 
+--designs pool (and s3-pool) put every topic in one raw pool (`pool:` in the mirror entry; ingest/pool.py):
+one Delta commit a cycle for all the tables that changed; a change is visible once a pool commit adds a
+file of its topic reaching its offset.
+
 --designs local,s3 runs each N and skew twice, alternating: `zync run` with its tables on local disk,
 and with its warehouse on an S3 server the benchmark starts (`zync up --s3`, S3Proxy over a folder
 of the state folder, loopback; docs/object-storage.md), its tables in a database of their own
@@ -50,7 +54,7 @@ events, and nothing is missing); the first build (snapshot produced -> every mir
 in PostgreSQL); `zync run`'s cycles (from its JSON log lines: count, p50/max seconds, each stage's
 share); the peak RSS of `zync run` (Python process and Spark JVM) and of the Connect worker; and
 whether each side's rows equal the source's final state (every key's last row; checked after the run).
-Targets: N = 50: p50 <= 15 s and p99 <= 45 s; N = 200: lag bounded and p50 <= 30 s; memory bounded
+Targets: N = 50: p50 <= 1 s and p99 <= 3 s; N = 200: p50 <= 1.5 s, p99 <= 5 s and lag bounded; memory bounded
 in N (`zync run`'s peak at the largest N at most 1.5 times that at the smallest). JSON with the
 command, date, machine and every figure in bench/out/wide-<date>T<time>.json.
 """
@@ -89,12 +93,20 @@ PORTS = {"ZYNC_KAFKA_PORT": "24792", "ZYNC_REGISTRY_PORT": "24781", "ZYNC_CATALO
 BIN = ROOT / ".venv" / "bin"
 SCHEMA = "zync"  # the local target's schema: raw tables and mirrors
 S3_SCHEMA = "zync_s3"  # the s3 design's: a database of its own, made in the S3 server's warehouse
-DESIGNS = ("local", "s3")
+DESIGNS = ("local", "s3", "pool", "s3-pool")  # where the tables are; with -pool, the topics in one raw pool
+
+
+def on_s3(design: str) -> bool:
+    return design.startswith("s3")
+
+
+def pooled(design: str) -> bool:
+    return design.endswith("pool")
 DB_SCHEMA = "public"  # the source database's schema, in the topic names
 PARTITION = 0  # every topic has one
 ARRIVALS = "_arrivals"
 
-TARGETS = {50: {"p50_s": 15.0, "p99_s": 45.0}, 200: {"p50_s": 30.0, "bounded": True}}
+TARGETS = {50: {"p50_s": 1.0, "p99_s": 3.0}, 200: {"p50_s": 1.5, "p99_s": 5.0, "bounded": True}}
 READ_MIRRORS_PER_JVM = 40  # mirrors one read-back process reads (see mirror_contents)
 MEMORY_GROWTH = 1.5  # zync run's peak RSS at the largest N / at the smallest, at most
 OPS = (("u", 0.6), ("c", 0.2), ("d", 0.2))
@@ -138,7 +150,7 @@ class Commit:
     reach: dict[int, int]
 
 
-def commit_reach(actions: Iterable[dict], mirror: str | None) -> dict[int, int]:
+def commit_reach(actions: Iterable[dict], mirror: str | None, topic: str | None = None) -> dict[int, int]:
     """What one commit makes visible, from its log actions.
 
     mirror given: the mirror's cursor carried in commitInfo.userMetadata (only a commit naming this
@@ -147,6 +159,8 @@ def commit_reach(actions: Iterable[dict], mirror: str | None) -> dict[int, int]:
     for none (its per-partition maxima are unknown).
     """
     reach: dict[int, int] = {}
+    from zync.pools import file_topic
+
     for action in actions:
         if mirror is not None and "commitInfo" in action:
             try:
@@ -162,6 +176,8 @@ def commit_reach(actions: Iterable[dict], mirror: str | None) -> dict[int, int]:
                 low, high = stats["minValues"]["kafka"], stats["maxValues"]["kafka"]
             except (ValueError, KeyError, TypeError):
                 continue
+            if topic is not None and file_topic(stats) != topic:
+                continue  # a raw pool's file of another topic
             if low.get("partition") == high.get("partition") and "offset" in high:
                 p = int(high["partition"])
                 reach[p] = max(reach.get(p, -1), int(high["offset"]))
@@ -180,9 +196,10 @@ def visible_at(commits: Sequence[Commit], partition: int, offset: int) -> float 
 class DeltaLog:
     """A Delta table's log on disk, read as it grows: its commits (JSON files), each parsed once."""
 
-    def __init__(self, folder: Path, mirror: str | None):
+    def __init__(self, folder: Path, mirror: str | None, topic: str | None = None):
         self.log = folder / "_delta_log"
         self.mirror = mirror
+        self.topic = topic  # a raw pool's: only the files of this topic count
         self._commits: dict[int, Commit] = {}
 
     def exists(self) -> bool:
@@ -200,7 +217,7 @@ class DeltaLog:
                 version = int(path.stem)
                 at = path.stat().st_mtime
                 actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-                self._commits[version] = Commit(version, at, commit_reach(actions, self.mirror))
+                self._commits[version] = Commit(version, at, commit_reach(actions, self.mirror, self.topic))
         return [self._commits[v] for v in sorted(self._commits)]
 
 
@@ -212,11 +229,12 @@ class MirrorLog:
     from the run's log, written as its cycle ends: no Delta log marks a view)."""
 
     def __init__(self, database: Path, mirror: str, raw: str,
-                 view_built_at: Callable[[str], float | None] = lambda mirror: None):
+                 view_built_at: Callable[[str], float | None] = lambda mirror: None, pool_topic: str | None = None):
+        """raw: the raw table, or with pool_topic the raw pool holding that topic."""
         self.mirror = mirror
         self.own = DeltaLog(database / mirror, mirror)
         self.base = DeltaLog(database / f"{mirror}__base", mirror)
-        self.raw = DeltaLog(database / raw, None)
+        self.raw = DeltaLog(database / raw, None, pool_topic)
         self.view_built_at = view_built_at
         self._since: float | None = None
 
@@ -452,10 +470,11 @@ def explicit_mirror_file(server: str, topics: list[str]) -> str:
     return "mirrors:\n" + "".join(entries)
 
 
-def pattern_mirror_file(server: str, topics: list[str]) -> str:
-    """One pattern entry over the broker's topics: every table of the server, names from the template."""
+def pattern_mirror_file(server: str, topics: list[str], pool: str | None = None) -> str:
+    """One pattern entry over the broker's topics: every table of the server, names from the template
+    (all in one raw pool, if given)."""
     return (f"mirrors:\n  - topics: '{server}\\.{DB_SCHEMA}\\..*'\n    name: '{{server}}_{{table}}_mirror'\n"
-            "    delete: hard\n")
+            "    delete: hard\n" + (f"    pool: {pool}\n" if pool else ""))
 
 
 # The project's one mirror file: every topic of the server mirrored, hard deletes.
@@ -471,7 +490,7 @@ def zync(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
 def design_env(design: str) -> dict[str, str]:
     """The environment of a design's zync processes: none for local disk; for s3 the S3 server's
     warehouse, endpoint and credentials file, and a database of its own."""
-    if design == "local":
+    if not on_s3(design):
         return {}
     from stack import s3
 
@@ -481,7 +500,7 @@ def design_env(design: str) -> dict[str, str]:
 def database_folder(design: str) -> Path:
     """Where a design's tables are files: the local warehouse's database folder, or the S3 server's
     folder of the warehouse's objects (its filesystem store keeps an object as a file of its key)."""
-    if design == "local":
+    if not on_s3(design):
         return Path(os.environ["ZYNC_STATE_DIR"]) / "warehouse" / f"{SCHEMA}.db"
     from stack import s3
 
@@ -725,7 +744,7 @@ def mirror_contents(mirrors: dict[str, str], work: Path,
         group = {t: mirrors[t] for t in names[start:start + READ_MIRRORS_PER_JVM]}
         spec, out = work / "read-mirrors.json", work / "mirrors-read.json"
         spec.write_text(json.dumps({"mirrors": group, "out": str(out),
-                                    "schema": S3_SCHEMA if design == "s3" else SCHEMA}))
+                                    "schema": S3_SCHEMA if on_s3(design) else SCHEMA}))
         errors = work / "read-mirrors.err"
         with errors.open("w") as stderr:
             done = subprocess.run([str(BIN / "python"), str(Path(__file__).resolve()), "--read-mirrors", str(spec)],
@@ -782,17 +801,20 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     from testkit.scratch import user_project
     from zync.tables import raw_table_name
 
-    server = f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "") + ("s3" if design == "s3" else "")
-    where = "on the S3 server" if design == "s3" else "on local disk"
+    server = (f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "") + ("s3" if on_s3(design) else "")
+              + ("p" if pooled(design) else ""))
+    where = ("on the S3 server" if on_s3(design) else "on local disk") + (", one raw pool" if pooled(design) else "")
     print(f"\n== {tables} tables, {skew}, {where}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
     result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
                               "seconds": args.seconds, "threads": threads, "design": design}
     env = design_env(design)
     source = Source(target, server, tables, args.seed)
     mirrors = {t: mirror_name(server, t) for t in source.tables}
-    raw = {t: raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
+    pool = f"raw_pool_{server}" if pooled(design) else None
+    raw = {t: pool or raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
+    topic_of = dict(zip(source.tables, source.topics))
 
-    project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics)})
+    project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics, pool)})
     compiled = zync("etl", "compile", cwd=project, env=env)
     if compiled.returncode != 0:
         raise SystemExit(f"zync etl compile failed:\n{compiled.stdout}{compiled.stderr}")
@@ -801,7 +823,8 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     connect_rss = PeakRss(connect_pid) if connect_pid else None
     run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env)
     database = database_folder(design)
-    logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at) for t in source.tables}
+    logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at, topic_of[t] if pool else None)
+            for t in source.tables}
     try:
         result["zync_run_ready_s"] = round(run.wait_ready(), 1)
         # The snapshot, then the first build on both sides.
@@ -907,7 +930,7 @@ def print_table(results: list[dict]) -> None:
     rows = []
     for r in results:
         ours = "zync run" + (f" --threads {r['threads']}" if r.get("threads") else "") + (
-            " (S3)" if r.get("design") == "s3" else "")
+            f" ({r['design']})" if r.get("design", "local") != "local" else "")
         for side, label in (("zync", ours), ("jdbc_sink", "JDBC sink")):
             f = r[side]
             if side == "zync":
@@ -961,18 +984,21 @@ def checks(results: list[dict]) -> list[dict]:
 
 
 def s3_ratios(results: list[dict]) -> list[dict]:
-    """Per N, skew and --threads measured on both: zync run's p50 and p99 on the S3 server over local disk's."""
+    """Per N, skew and --threads measured on both: zync run's p50 and p99 on the S3 server over local disk's
+    (each with and without a raw pool)."""
     found = []
     for r in results:
-        if r.get("design") != "s3":
+        if not on_s3(r.get("design", "local")):
             continue
-        local = next((l for l in results if l.get("design", "local") == "local" and
+        twin = "pool" if pooled(r["design"]) else "local"
+        local = next((l for l in results if l.get("design", "local") == twin and
                       (l["tables"], l["skew"], l.get("threads")) == (r["tables"], r["skew"], r.get("threads"))), None)
         if local is None:
             continue
         ratio = {q: round(r["zync"][f"{q}_s"] / local["zync"][f"{q}_s"], 2)
                  if r["zync"].get(f"{q}_s") and local["zync"].get(f"{q}_s") else None for q in ("p50", "p99")}
-        found.append({"tables": r["tables"], "skew": r["skew"], "threads": r.get("threads"), **ratio})
+        found.append({"tables": r["tables"], "skew": r["skew"], "threads": r.get("threads"), "design": r["design"],
+                      **ratio})
     return found
 
 
@@ -1001,8 +1027,9 @@ def main() -> None:
                         help="zync run --threads N (repeatable: each N and skew runs once per value, alternating)")
     parser.add_argument("--designs", default="local",
                         help="where zync run's tables are, comma-separated, each N and skew running once per "
-                             "design, alternating: local (local disk, the default) and s3 (the S3 server the "
-                             "benchmark starts, `zync up --s3`)")
+                             "design, alternating: local (local disk, the default), s3 (the S3 server the "
+                             "benchmark starts, `zync up --s3`), pool and s3-pool (the same, every topic in one "
+                             "raw pool: `pool:` in the mirror entry)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     parser.add_argument("--read-mirrors", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -1024,7 +1051,7 @@ def main() -> None:
         shutil.rmtree(STATE, ignore_errors=True)
     LOGS.mkdir(parents=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    up = zync("up", "--connect", *(["--s3"] if "s3" in designs else []), cwd=ROOT)
+    up = zync("up", "--connect", *(["--s3"] if any(on_s3(d) for d in designs) else []), cwd=ROOT)
     if up.returncode != 0:
         raise SystemExit(f"zync up --connect failed:\n{up.stdout}{up.stderr}")
     results: list[dict] = []
@@ -1048,11 +1075,11 @@ def main() -> None:
     verdicts = checks(results)
     ratios = s3_ratios(results)
     for r in ratios:
-        print(f"{r['tables']} tables, {r['skew']}: S3 / local disk, zync run's latency p50 {r['p50']}x, "
+        print(f"{r['tables']} tables, {r['skew']}, {r['design']}: S3 / local disk, zync run's latency p50 {r['p50']}x, "
               f"p99 {r['p99']}x")
     print()
     for v in verdicts:
-        where = " (S3)" if v.get("design") == "s3" else ""
+        where = f" ({v['design']})" if v.get("design", "local") != "local" else ""
         print(f"{'PASS' if v['pass'] else 'FAIL'}  {v['tables']} tables, {v['skew']}{where}: {v['check']}")
     path = OUT / f"wide-{date:%Y-%m-%dT%H%M}.json"
     path.write_text(json.dumps({"command": command, "date": date.isoformat(timespec="seconds"), "machine": machine(),

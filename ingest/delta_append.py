@@ -101,9 +101,7 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
     """
     with _active_session(spark):
         _, txn = _start(spark, location, seen_version)
-        # The metadata as one JSON string: one call where walking its Scala map and sequences took a
-        # call for every property, a third of a new table's JVM calls.
-        wrapped = json.loads(str(txn.metadata().json()))
+        wrapped = _metadata(txn)
         metadata = wrapped["metaData"]
         adds = write_files(TableMetadata(metadata["schemaString"], dict(metadata.get("configuration", {})),
                                          tuple(metadata.get("partitionColumns", ()))))
@@ -117,6 +115,28 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
             [action.fromJson(json.dumps({"add": add})) for add in adds])
         _write_metrics(spark, txn, adds)
         return _commit(spark, txn, actions, app_id, txn_version, user_metadata)
+
+
+_METADATA_CACHE: dict[int, str] = {}  # the metadata's hash -> its JSON, the last few tables' (see _metadata)
+
+
+def _metadata(txn) -> dict:
+    """The transaction's table metadata, Delta's JSON (a copy to change at will).
+
+    As one JSON string: one call where walking its Scala map and sequences took a call for every
+    property, a third of a new table's JVM calls. Kept by the metadata's hash, which Delta's case
+    class computes over every field in the JVM: a raw pool's properties hold every topic's types,
+    and bringing that text across at each commit cost more than the rest of the commit's calls.
+    """
+    metadata = txn.metadata()
+    key = int(metadata.hashCode())
+    text = _METADATA_CACHE.get(key)
+    if text is None:
+        text = str(metadata.json())
+        if len(_METADATA_CACHE) > 64:
+            _METADATA_CACHE.clear()
+        _METADATA_CACHE[key] = text
+    return json.loads(text)
 
 
 def create_empty(spark: SparkSession, location: str, schema_json: str, configuration: Mapping[str, str], *,

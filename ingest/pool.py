@@ -166,10 +166,15 @@ class PoolIngest:
         """The messages from `starts` up to `ends` (at most MOST_RECORDS), in order per partition."""
         self.consumer.assign([TopicPartition(t, p, starts[(t, p)]) for (t, p) in sorted(starts)])
         open_ends = dict(ends)
+        reached = dict(starts)  # per partition: the offset after the last message taken
         taken: list[Any] = []
         deadline = time.monotonic() + READ_TIMEOUT_S
         while open_ends and len(taken) < MOST_RECORDS and time.monotonic() < deadline:
-            batch = self.consumer.consume(num_messages=min(10_000, MOST_RECORDS - len(taken)), timeout=POLL_S)
+            # consume() waits for as many messages as it is asked for (or the timeout): ask for those still
+            # expected, so that it returns as soon as they are in.
+            expected = sum(end - reached[key] for key, end in open_ends.items())
+            batch = self.consumer.consume(num_messages=max(1, min(10_000, MOST_RECORDS - len(taken), expected)),
+                                          timeout=POLL_S)
             for msg in batch:
                 if msg.error() is not None:
                     if msg.error().code() == KafkaError._PARTITION_EOF:
@@ -179,6 +184,7 @@ class PoolIngest:
                 if key not in ends:
                     continue
                 taken.append(msg)
+                reached[key] = msg.offset() + 1
                 if msg.offset() + 1 >= open_ends.get(key, 0):
                     open_ends.pop(key, None)
             if not batch:  # a mark past the last record (a transaction's marker): the position says so
