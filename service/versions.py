@@ -8,6 +8,7 @@ of these and no query. A table's location is looked up once.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from zync.delta_metadata import commit_texts, latest_version, table_location
@@ -29,12 +30,45 @@ class Growth(NamedTuple):
     schema_changed: bool  # one of them set the table's metadata (its schema, or its properties)
 
 
+KEPT_SUMMARIES = 2_000  # commits of a table whose summaries are kept
+
+
+@dataclass(frozen=True)
+class CommitSummary:
+    """What one commit did, as growth counts it: read once from the commit's actions."""
+
+    rows: int | None  # rows its files added (None: a file without a count)
+    schema_changed: bool  # it set the table's metadata
+    changed_topics: frozenset[str]  # a raw pool's: the topics whose types it changed
+    topic_rows: dict[str, int]  # a raw pool's: rows per topic of its files that hold one topic
+
+    @classmethod
+    def of(cls, texts: list[str]) -> "CommitSummary":
+        rows: int | None = 0
+        schema_changed, changed, topic_rows = False, frozenset(), {}
+        for text in texts:
+            if text.startswith('{"metaData":'):  # a new schema (or table properties)
+                schema_changed, changed = True, frozenset(changed_topics(text))
+            elif text.startswith('{"add":'):  # (a commitInfo's text is not always valid JSON)
+                added = json.loads(text)["add"]
+                if not added.get("dataChange", True):
+                    continue  # a compaction's rewrite of rows already there (service/compaction.py)
+                stats = json.loads(added.get("stats") or "{}")
+                records = stats.get("numRecords")
+                rows = None if rows is None or records is None else rows + int(records)
+                topic = file_topic(stats)
+                if topic is not None and records is not None:
+                    topic_rows[topic] = topic_rows.get(topic, 0) + int(records)
+        return cls(rows, schema_changed, changed, topic_rows)
+
+
 class TableVersions:
     """Latest Delta versions of tables by catalog name (database.table); None for a table not there yet."""
 
     def __init__(self, spark):
         self.spark = spark
         self._locations: dict[str, str] = {}
+        self._commits: dict[tuple[str, str], dict[int, CommitSummary]] = {}  # (location, table id) -> version ->
 
     def _location(self, name: str) -> str | None:
         if name not in self._locations:
@@ -77,7 +111,8 @@ class TableVersions:
         made again in between, a commit's log gone (cleaned up).
         `topic`: what they did to one topic of a raw pool (ingest/pool.py), which writes a file per topic
         and names the topics whose types a commit changed: the commits with a file of the topic, its
-        rows, and whether its types changed.
+        rows, and whether its types changed. Each commit is read once (CommitSummary) however many
+        mirrors of a pool ask.
         """
         if since is None or until is None or since.table_id != until.table_id:
             return None
@@ -86,29 +121,35 @@ class TableVersions:
         location = self._location(name)
         if location is None:
             return None
-        try:
-            rows, seen, touched, schema_changed = 0, 0, 0, False
-            for _, texts in commit_texts(self.spark, location, since.version + 1, until.version):
-                seen += 1
-                mine = topic is None
-                for text in texts:
-                    if text.startswith('{"metaData":'):  # a new schema (or table properties)
-                        if topic is None or topic in changed_topics(text):
-                            schema_changed = mine = True
-                    elif text.startswith('{"add":') and rows is not None:  # (a commitInfo's text is not always valid JSON)
-                        added = json.loads(text)["add"]
-                        if not added.get("dataChange", True):
-                            continue  # a compaction's rewrite of rows already there (service/compaction.py)
-                        stats = json.loads(added.get("stats") or "{}")
-                        if topic is not None and file_topic(stats) != topic:
-                            continue
-                        mine = True
-                        records = stats.get("numRecords")
-                        rows = None if records is None else rows + int(records)
-                touched += mine
-        except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
+        summaries = self._summaries(location, until.table_id, since.version + 1, until.version)
+        if summaries is None:
             return None
-        return Growth(touched, rows, schema_changed) if seen == until.version - since.version else None
+        commits, rows, schema_changed = 0, 0, False
+        for summary in summaries:
+            changed = summary.schema_changed if topic is None else topic in summary.changed_topics
+            added = summary.rows if topic is None else summary.topic_rows.get(topic, 0)
+            if topic is None or changed or topic in summary.topic_rows:
+                commits += 1
+            schema_changed = schema_changed or changed
+            rows = None if rows is None or added is None else rows + added
+        return Growth(commits, rows, schema_changed)
+
+    def _summaries(self, location: str, table_id: str, start: int, end: int) -> "list[CommitSummary] | None":
+        """The summaries of commits `start` to `end`, read from the log where not known yet; None if a
+        commit cannot be read."""
+        known = self._commits.setdefault((location, table_id), {})
+        missing = [v for v in range(start, end + 1) if v not in known]
+        if missing:
+            try:
+                for version, texts in commit_texts(self.spark, location, missing[0], missing[-1]):
+                    known[version] = CommitSummary.of(texts)
+            except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
+                return None
+            for version in sorted(known)[:-KEPT_SUMMARIES]:  # the oldest go: a count reads on from the last
+                del known[version]
+        if any(v not in known for v in range(start, end + 1)):
+            return None
+        return [known[v] for v in range(start, end + 1)]
 
     def rows_appended(self, name: str, until: TableVersion | None, most_commits: int,
                       topic: str | None = None) -> int | None:
