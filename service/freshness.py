@@ -35,6 +35,7 @@ from pathlib import Path
 
 from service.json_file import write_json
 from service.project import TARGET_PATH
+from zync.pools import file_topic
 
 SOURCE_TS = ("value", "source", "ts_ms")  # Debezium's envelope: the source database's commit time (ms)
 KAFKA_TS = ("kafka", "timestamp")  # the raw table's own column: Kafka's record timestamp
@@ -53,6 +54,7 @@ class IngestedFile:
     oldest_ms: int
     newest_ms: int
     committed_ms: int  # the commit's time
+    topic: str | None = None  # the one topic it holds, if its statistics say (a raw pool's files)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ def read_commit(actions: list[str]) -> Commit:
         if times is None or not records:
             continue
         files.append(IngestedFile(int(records), times[0], times[1],
-                                  committed_ms if committed_ms is not None else int(add.get("modificationTime", 0))))
+                                  committed_ms if committed_ms is not None else int(add.get("modificationTime", 0)),
+                                  file_topic(stats)))
     return Commit(committed_ms, tuple(files), rows)
 
 

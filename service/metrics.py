@@ -173,13 +173,14 @@ class Metrics:
         self._lock = threading.RLock()
         self._models: dict[str, ModelFreshness] = {}
         self._kinds: dict[str, str] = {}
-        self._readers: dict[str, set[str]] = {}  # raw table -> the models reading it
+        self._readers: dict = {}  # raw table (a raw pool: (pool, topic)) -> the models reading it
         self._topics: dict[str, str] = {}  # raw table -> its topic
         self._model_topics: dict[str, set[str]] = {}
         self._waits = TopicWaits()
         self._ingest_started_s = 0.0  # when this cycle's ingest began, before any topic read its marks
         self._dead: dict[str, int] = {}
         self._ingest_from: dict[str, TableVersion | None] = {}
+        self._ingest_files: dict[str, list] = {}  # raw table -> what this cycle's ingest committed to it
         self._runs_from: dict[str, TableVersion | None] = {}
         self._written_at = 0.0
 
@@ -202,7 +203,8 @@ class Metrics:
                 self._models.setdefault(m.name, ModelFreshness(m.kind))
                 self._model_topics[m.name] = {i.topic for i in m.inputs}
                 for i in m.inputs:
-                    self._readers.setdefault(i.table, set()).add(m.name)
+                    # A raw pool's files are read per topic: its readers by (pool, topic).
+                    self._readers.setdefault((i.table, i.pool_topic) if i.pool_topic else i.table, set()).add(m.name)
                     self._topics[i.table] = i.topic
 
     def _labels(self, model: str) -> tuple[str, str]:
@@ -221,6 +223,7 @@ class Metrics:
     def ingest_starting(self, tables: Iterable[str]) -> None:
         """The raw tables' versions before this cycle's ingest: its commits are those after."""
         self._ingest_started_s = time.time()
+        self._ingest_files = {}
         for table in tables:
             self._ingest_from[table] = self.versions.version(table)
 
@@ -233,17 +236,28 @@ class Metrics:
         self._dead[topic] = dead_letters
         if not records:
             return
-        since, until = self._ingest_from.pop(table, None), self.versions.version(table)
-        self._table_figures(table, until)
-        commits = self.versions.commits(table, _or_new(since, until), until)
+        files = self._ingested_files(table)
+        pooled = (table, topic) in self._readers
+        if pooled:
+            files = [f for f in files if f.topic == topic]
         arrived = self._waits.since(topic) or time.time()
-        files = [f for actions in commits or [] for f in read_commit(actions).files]
         with self._lock:
             self._waits.ingested(topic, self._ingest_started_s)
-            for name in self._readers.get(table, ()):
+            for name in self._readers.get((table, topic) if pooled else table, ()):
                 for observed in self._models[name].ingested(files, arrived):
                     self.freshness.observe(self._labels(name), observed)
                 self._newest(name)
+
+    def _ingested_files(self, table: str) -> list:
+        """The data files this cycle's ingest committed to `table`, read once however many of a raw
+        pool's topics ask (service/freshness.py IngestedFile)."""
+        known = self._ingest_files.get(table)
+        if known is None:
+            since, until = self._ingest_from.pop(table, None), self.versions.version(table)
+            self._table_figures(table, until)
+            commits = self.versions.commits(table, _or_new(since, until), until)
+            known = self._ingest_files[table] = [f for actions in commits or [] for f in read_commit(actions).files]
+        return known
 
     # --- dbt ------------------------------------------------------------------------------
 

@@ -121,7 +121,13 @@ def commit_texts(spark: SparkSession, location: str, start: int, end: int) -> It
     """(version, its actions' JSON text) of each commit from `start` to `end`, oldest first.
 
     Raises when a commit's file is gone (a log cleaned up): the caller cannot count what it missed.
+    The commit files are read as files where they can be (a line an action, as Delta wrote them):
+    through DeltaLog each action costs a JVM call, and a raw pool's commit adds a file per topic.
     """
+    texts = _commit_file_texts(location, start, end)
+    if texts is not None:
+        yield from texts
+        return
     for version, seq in _changes(spark, location, start, end, True):
         texts, actions = [], seq.iterator()
         while actions.hasNext():
@@ -144,6 +150,16 @@ def history(spark: SparkSession, name: str, limit: int, location: str | None = N
     rows = (spark.sql(f"describe history {name} limit {int(limit)}")
             .select("version", "operation", "timestamp", "userMetadata").collect())
     return [HistoryEntry(int(r["version"]), r["operation"], r["timestamp"], r["userMetadata"]) for r in rows]
+
+
+def _commit_file_texts(location: str, start: int, end: int) -> list[tuple[int, list[str]]] | None:
+    """(version, its lines) of each commit file from `start` to `end`; None if one cannot be read."""
+    try:
+        log = storage.location(location).child("_delta_log")
+        return [(version, [line for line in log.child(f"{version:020d}.json").read_text().splitlines() if line])
+                for version in range(int(start), int(end) + 1)]
+    except (OSError, ValueError, ZyncError):
+        return None
 
 
 def history_from_files(location: str, limit: int) -> list[HistoryEntry] | None:
