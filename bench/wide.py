@@ -159,7 +159,7 @@ def commit_reach(actions: Iterable[dict], mirror: str | None, topic: str | None 
     for none (its per-partition maxima are unknown).
     """
     reach: dict[int, int] = {}
-    from zync.pools import file_topic
+    from zync.pools import file_topics
 
     for action in actions:
         if mirror is not None and "commitInfo" in action:
@@ -176,8 +176,10 @@ def commit_reach(actions: Iterable[dict], mirror: str | None, topic: str | None 
                 low, high = stats["minValues"]["kafka"], stats["maxValues"]["kafka"]
             except (ValueError, KeyError, TypeError):
                 continue
-            if topic is not None and file_topic(stats) != topic:
-                continue  # a raw pool's file of another topic
+            if topic is not None:  # a raw pool's file: its topic's offsets, from its tag
+                for p, o in file_topics(action["add"], stats).get(topic, {}).get("offsets", {}).items():
+                    reach[p] = max(reach.get(p, -1), o)
+                continue
             if low.get("partition") == high.get("partition") and "offset" in high:
                 p = int(high["partition"])
                 reach[p] = max(reach.get(p, -1), int(high["offset"]))

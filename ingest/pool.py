@@ -51,7 +51,7 @@ from ingest.table import RawTable, as_nullable
 from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
-from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY
+from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
@@ -153,7 +153,7 @@ class PoolIngest:
             self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True),
                                              CHANGED_PROPERTY: json.dumps(sorted(changed))})
         where = f"{len(rows)} records of {len({t for t, _, _ in rows})} topics"
-        if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where):
+        if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where, tags=_tags(rows)):
             raise ZyncError(f"raw pool {self.label} cannot take rows written in Python: {self.pool.declined}")
         for topic, message, _ in rows:
             key = (topic, message.partition)
@@ -270,20 +270,21 @@ def _type(text: str | None) -> T.DataType | None:
     return None if text is None else T._parse_datatype_json_string(text)
 
 
-def _arrow(rows: list[tuple[str, Message, tuple]], schema: T.StructType) -> list[pa.Table]:
-    """The batch as the pool's rows, one file's worth per topic: the envelope, then the key's and the
-    value's JSON. A file of one topic has that topic as its `kafka.topic` statistics, so a raw view
-    reads only its own topic's files, and a topic's growth is read from the log alone."""
+def _arrow(rows: list[tuple[str, Message, tuple]], schema: T.StructType) -> pa.Table:
+    """The batch as the pool's rows, in (topic, partition, offset) order: the envelope, then the key's
+    and the value's JSON."""
     arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType), nullable=f.nullable) for f in schema.fields])
-    by_topic: dict[str, list[tuple[str, Message, tuple]]] = {}
-    for row in rows:
-        by_topic.setdefault(row[0], []).append(row)
-    tables = []
-    for topic in sorted(by_topic):
-        part = by_topic[topic]
-        messages = [message for _, message, _ in part]
-        tables.append(pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type),
-                                            pa.array([texts[0] for _, _, texts in part], pa.string()),
-                                            pa.array([texts[1] for _, _, texts in part], pa.string())],
-                                           schema=arrow_schema))
-    return tables
+    messages = [message for _, message, _ in rows]
+    return pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type),
+                                 pa.array([texts[0] for _, _, texts in rows], pa.string()),
+                                 pa.array([texts[1] for _, _, texts in rows], pa.string())], schema=arrow_schema)
+
+
+def _tags(rows: list[tuple[str, Message, tuple]]) -> dict[str, str]:
+    """The pool file's tag: per topic and partition, its rows and largest offset (zync/pools.py)."""
+    counts: dict[str, dict[int, tuple[int, int]]] = {}
+    for topic, message, _ in rows:
+        parts = counts.setdefault(topic, {})
+        n, _ = parts.get(message.partition, (0, -1))
+        parts[message.partition] = (n + 1, message.offset)
+    return topics_tag(counts)

@@ -469,11 +469,12 @@ class RawTable:
             return
         self.spark.sql(f"create database if not exists {_quote(self.name.split('.')[0])}")
 
-    def append_rows(self, rows_for: Callable[[T.StructType], pa.Table | list[pa.Table]], where: str) -> bool:
+    def append_rows(self, rows_for: Callable[[T.StructType], pa.Table], where: str,
+                    tags: dict[str, str] | None = None) -> bool:
         """Append one batch's rows, built in Python for the table's schema, as append() does; False (nothing
         written) where the table cannot take them so: not created yet, not on this machine's file system, a
         table Delta's own write would treat otherwise (data_file.not_writable), or `rows_for` raising
-        NotDecodable (`declined` then says why). A list of Tables is one file each, all in the one commit.
+        NotDecodable (`declined` then says why). `tags`: the file's `add` action's tags.
 
         Its file is written while the commit's transaction is open, for the schema that transaction
         read, so a schema changed meanwhile cannot go unseen. A file whose commit fails stays
@@ -498,8 +499,9 @@ class RawTable:
             except NotDecodable as e:
                 self.declined = str(e)
                 return None
-            return [data_file.write(part, folder, schema, data_file.stats_columns(metadata.configuration),
-                                    self.spark.version) for part in (rows if isinstance(rows, list) else [rows])]
+            add = data_file.write(rows, folder, schema, data_file.stats_columns(metadata.configuration),
+                                  self.spark.version)
+            return [{**add, "tags": dict(tags)} if tags else add]
 
         def commit(version: int, marker: str, seen: int) -> bool:
             return append_files_reading_whole_table(self.spark, self._path(), files, app_id=TXN_APP_ID,

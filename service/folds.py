@@ -17,7 +17,8 @@ whatever it folds), only when one of these holds:
 - its raw table's schema (or properties) changed since its last fold: new
   columns reach the view only through a fold, and a view over a grown schema
   may fail until then;
-- its raw table gained `after_commits` commits or `after_rows` rows since;
+- its raw table gained `after_commits` commits or `after_rows` rows since (a
+  pooled topic: `after_rows` of its own rows, whatever the pool's commits);
 - the run folds everything that moved (`zync run --once`).
 Every mirror without a base is built in the cycle that finds it: until then
 its name shows nothing, and a whole database's first build in one `dbt run`
@@ -118,7 +119,9 @@ class FoldPolicy:
             counted = self._count(model.name, table, last.get(table), version, topics.get(table))
             if counted is None:
                 return (1, 0)  # its growth cannot be read (a table made again, its log cleaned up)
-            commits += counted.commits
+            # A raw table's commits lengthen the log its view lists; a raw pool's are one log for every
+            # topic, which the pool's compaction keeps short: a pooled mirror folds by its rows alone.
+            commits += 0 if topics.get(table) else counted.commits
             schema_changed = schema_changed or counted.schema_changed
             rows = None if rows is None or counted.rows is None else rows + counted.rows
         if schema_changed:

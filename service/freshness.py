@@ -35,7 +35,7 @@ from pathlib import Path
 
 from service.json_file import write_json
 from service.project import TARGET_PATH
-from zync.pools import file_topic
+from zync.pools import file_topics
 
 SOURCE_TS = ("value", "source", "ts_ms")  # Debezium's envelope: the source database's commit time (ms)
 KAFKA_TS = ("kafka", "timestamp")  # the raw table's own column: Kafka's record timestamp
@@ -114,9 +114,13 @@ def read_commit(actions: list[str]) -> Commit:
         records = stats.get("numRecords")
         if times is None or not records:
             continue
-        files.append(IngestedFile(int(records), times[0], times[1],
-                                  committed_ms if committed_ms is not None else int(add.get("modificationTime", 0)),
-                                  file_topic(stats)))
+        committed = committed_ms if committed_ms is not None else int(add.get("modificationTime", 0))
+        topics = file_topics(add, stats)
+        if len(topics) > 1:  # a raw pool's file: its topics' rows, each with the file's times
+            files.extend(IngestedFile(held["rows"], times[0], times[1], committed, topic)
+                         for topic, held in topics.items() if held["rows"])
+        else:
+            files.append(IngestedFile(int(records), times[0], times[1], committed, next(iter(topics), None)))
     return Commit(committed_ms, tuple(files), rows)
 
 

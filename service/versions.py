@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from zync.delta_metadata import commit_texts, latest_version, table_location
-from zync.pools import changed_topics, file_topic
+from zync.pools import changed_topics, file_topics
 
 
 class TableVersion(NamedTuple):
@@ -40,7 +40,7 @@ class CommitSummary:
     rows: int | None  # rows its files added (None: a file without a count)
     schema_changed: bool  # it set the table's metadata
     changed_topics: frozenset[str]  # a raw pool's: the topics whose types it changed
-    topic_rows: dict[str, int]  # a raw pool's: rows per topic of its files that hold one topic
+    topic_rows: dict[str, int]  # a raw pool's: rows per topic of its files (zync/pools.py file_topics)
 
     @classmethod
     def of(cls, texts: list[str]) -> "CommitSummary":
@@ -56,9 +56,8 @@ class CommitSummary:
                 stats = json.loads(added.get("stats") or "{}")
                 records = stats.get("numRecords")
                 rows = None if rows is None or records is None else rows + int(records)
-                topic = file_topic(stats)
-                if topic is not None and records is not None:
-                    topic_rows[topic] = topic_rows.get(topic, 0) + int(records)
+                for topic, held in file_topics(added, stats).items():
+                    topic_rows[topic] = topic_rows.get(topic, 0) + held["rows"]
         return cls(rows, schema_changed, changed, topic_rows)
 
 

@@ -31,19 +31,20 @@ mirrors:
 """
 
 
-def produce(target, table: str, changes: list[tuple[str, int, str | None]]) -> None:
+def produce(target, table: str, changes: list[tuple[str, int, str | None]], prefix: str = PREFIX) -> None:
     """(op, ID, customer) changes of one table, as Debezium writes them (a delete carries its before)."""
     records = []
     for op, key, customer in changes:
         row = {"ID": key, "customer": customer, "item": f"item{key}"}
         records.append({"key": {"ID": key}, "value": {
             "before": row if op == "d" else None, "after": None if op == "d" else row, "op": op, "ts_ms": None}})
-    topics.produce(target, PREFIX + table, records, DEMO / "schemas" / "Invoices-key.avsc",
+    topics.produce(target, prefix + table, records, DEMO / "schemas" / "Invoices-key.avsc",
                    DEMO / "schemas" / "Invoices-value.avsc")
 
 
-def mirror(spark, table: str) -> dict[int, str]:
-    return {r["ID"]: r["customer"] for r in spark.sql(f"select ID, customer from {SCHEMA}.wholedb_{table}").collect()}
+def mirror(spark, table: str, name_prefix: str = "wholedb_") -> dict[int, str]:
+    return {r["ID"]: r["customer"]
+            for r in spark.sql(f"select ID, customer from {SCHEMA}.{name_prefix}{table}").collect()}
 
 
 def cycles_until(service: Service, done, most: int = 6) -> None:

@@ -3,7 +3,7 @@ commit a cycle, each mirror reading its topic's raw view over the pool.
 
 The same database as tests/service/test_whole_database.py: a table whose topic carries a
 message that is not Avro stops alone; a table added while the run runs is mirrored live;
-a mirror folds by its own topic's growth in the pool, not the pool's; a restart reads
+a mirror folds by its own topic's rows in the pool, not the pool's commits; a restart reads
 nothing twice.
 """
 
@@ -16,9 +16,11 @@ from confluent_kafka import Producer
 
 from service.etl_status import render_failures
 from service.run import Service
-from testkit.invoices import DEMO, ROOT
+from testkit.invoices import ROOT
 from testkit.scratch import make_scratch_project
-from zync import kafka_client, topics
+from tests.service import test_whole_database as whole_database
+from tests.service.test_whole_database import cycles_until
+from zync import kafka_client
 from zync.progress import Progress
 
 SCHEMA = "zync"
@@ -33,26 +35,11 @@ mirrors:
 
 
 def produce(target, table: str, changes: list[tuple[str, int, str | None]]) -> None:
-    """(op, ID, customer) changes of one table, as Debezium writes them (a delete carries its before)."""
-    records = []
-    for op, key, customer in changes:
-        row = {"ID": key, "customer": customer, "item": f"item{key}"}
-        records.append({"key": {"ID": key}, "value": {
-            "before": row if op == "d" else None, "after": None if op == "d" else row, "op": op, "ts_ms": None}})
-    topics.produce(target, PREFIX + table, records, DEMO / "schemas" / "Invoices-key.avsc",
-                   DEMO / "schemas" / "Invoices-value.avsc")
+    whole_database.produce(target, table, changes, prefix=PREFIX)
 
 
 def mirror(spark, table: str) -> dict[int, str]:
-    return {r["ID"]: r["customer"] for r in spark.sql(f"select ID, customer from {SCHEMA}.pooldb_{table}").collect()}
-
-
-def cycles_until(service: Service, done, most: int = 6) -> None:
-    for _ in range(most):
-        service.cycle()
-        if done():
-            return
-    raise AssertionError(f"not done after {most} cycles")
+    return whole_database.mirror(spark, table, name_prefix="pooldb_")
 
 
 def pool_offsets(spark) -> list[tuple[str, int]]:
@@ -79,10 +66,10 @@ def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_pa
         assert mirror(spark, "orders") == {2: "bob"}
         sources = (project.path / "models" / "raw" / "__sources.yml").read_text()
         assert "zync_pool: raw_pooldb" in sources and "raw_pooldb_public_customers__dead_letters" not in sources
-        # Both tables' records came in one commit (the pool's create is version 0), a file per topic.
+        # Both tables' records came in one commit of one file (the pool's create is version 0).
         history = spark.sql(f"describe history {POOL}").collect()
         writes = [h for h in history if h["operation"] == "WRITE"]
-        assert len(writes) == 1 and writes[0]["operationMetrics"]["numFiles"] == "2"
+        assert len(writes) == 1 and writes[0]["operationMetrics"]["numFiles"] == "1"
         # The raw tables are views over the pool; the broken table's topic stopped alone, before its record.
         assert spark.catalog.getTable(f"{SCHEMA}.raw_pooldb_public_customers").tableType == "VIEW"
         assert {t for t, _ in pool_offsets(spark)} == {PREFIX + "customers", PREFIX + "orders"}
@@ -97,8 +84,9 @@ def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_pa
                      and mirror(spark, "customers")[2] == "bobby")
         assert mirror(spark, "invoices") == {7: "cy", 8: "dee"}
 
-        # A mirror folds by its own topic's commits in the pool: orders, unchanged since, does not.
-        service.folds.after_commits = 2
+        # A pooled mirror folds by its own topic's rows in the pool, not the pool's commits: orders,
+        # unchanged since, does not.
+        service.folds.after_commits, service.folds.after_rows = 1, 2
         produce(target, "customers", [("c", 3, "cy")])
         cycles_until(service, lambda: spark.catalog.tableExists(f"{SCHEMA}.pooldb_customers__base"))
         assert not spark.catalog.tableExists(f"{SCHEMA}.pooldb_orders__base")

@@ -116,3 +116,16 @@ def test_a_mirror_built_as_its_view_alone_folds_by_growth_and_its_first_fold_mak
     assert set(policy.choose({"a": {RAW.format("a"): at(13)}}, models, ran_at, deferred={"a"})) == {"a"}
     # a deferred mirror with no run known here is built as one without a base
     assert set(policy.choose({"a": {RAW.format("a"): at(11)}}, models, {}, deferred={"a"})) == {"a"}
+
+
+def test_a_pooled_mirror_folds_by_its_rows_not_the_pools_commits():
+    pooled = ZyncModel("p", "zync.p", None, (RawInput("p", "zync.raw_pool", pool_view="zync.raw_p"),))
+    plain = mirror("a")
+    policy = FoldPolicy(FakeVersions(bases={"zync.p__base", "zync.a__base"}, rows=1), after_commits=5,
+                        after_rows=1_000)
+    ran_at = {"p": {"zync.raw_pool": at(0)}, "a": {RAW.format("a"): at(0)}}
+    due = {"p": {"zync.raw_pool": at(10)}, "a": {RAW.format("a"): at(10)}}
+    # 10 commits of a row each: past 5 commits for the raw table of its own, far from 1,000 rows for the pool.
+    assert set(policy.choose(due, [pooled, plain], ran_at)) == {"a"}
+    policy.after_rows = 10
+    assert "p" in policy.choose({"p": due["p"]}, [pooled], ran_at)

@@ -11,7 +11,7 @@ from pyspark.sql import types as T
 from ingest.pool_json import to_json
 from ingest.pool_view import ddl, view_sql
 from service.versions import CommitSummary
-from zync.pools import CHANGED_PROPERTY, file_topic
+from zync.pools import CHANGED_PROPERTY, file_topic, file_topics, topics_tag
 
 
 def test_values_are_written_as_sparks_json_reader_reads_them_back():
@@ -51,3 +51,14 @@ def test_a_pool_commit_is_counted_per_topic_from_its_files_and_metadata():
     assert summary.topic_rows == {"a": 3, "b": 2} and summary.changed_topics == {"b"}
     assert file_topic({"minValues": {"kafka": {"topic": "a"}}, "maxValues": {"kafka": {"topic": "b"}}}) is None
     assert file_topic({}) is None
+
+
+def test_a_pool_file_tells_each_topics_rows_and_offsets_by_its_tag():
+    tags = topics_tag({"a": {0: (2, 7), 1: (1, 3)}, "b": {0: (4, 9)}})
+    add = {"path": "f", "dataChange": True, "tags": tags,
+           "stats": json.dumps({"numRecords": 7, "minValues": {"kafka": {"topic": "a"}},
+                                "maxValues": {"kafka": {"topic": "b"}}})}
+    assert file_topics(add, json.loads(add["stats"])) == {"a": {"rows": 3, "offsets": {0: 7, 1: 3}},
+                                                           "b": {"rows": 4, "offsets": {0: 9}}}
+    summary = CommitSummary.of([json.dumps({"add": add})])
+    assert summary.topic_rows == {"a": 3, "b": 4} and summary.rows == 7
