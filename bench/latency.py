@@ -206,16 +206,11 @@ def zync(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 class ZyncRun:
     """One `zync run` process of a project, for the whole benchmark."""
 
-    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False, env: dict[str, str] | None = None,
-                 serial_egress: bool = False):
+    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False, env: dict[str, str] | None = None):
         self.out = log.open("w")
-        # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py);
-        # serial_egress: each cycle publishes after its dbt stage and before the next cycle, as before egress had
-        # a thread of its own (service/egress_thread.py)
-        settings = (["service.run.SMALL_RUN_ROWS = -1"] if compiled else []) + \
-            (["service.run.PIPELINED_EGRESS = False"] if serial_egress else [])
-        command = ([str(BIN / "python"), "-c", "import sys, service.run; " + "; ".join(settings) + "; "
-                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if settings
+        # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py)
+        command = ([str(BIN / "python"), "-c", "import sys, service.run; service.run.SMALL_RUN_ROWS = -1; "
+                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if compiled
                    else [str(BIN / "zync")])
         self.process = subprocess.Popen(
             [*command, "run", "--interval", "1s", "--select", project.name("new_invoices")],
@@ -355,8 +350,7 @@ def main() -> None:
                         help="which designs to run (default zync-run,chain; also zync-run-compiled: a second "
                              "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted; "
                              "zync-run-s3: a second `zync run` with its warehouse on the S3 server `zync up --s3` "
-                             "starts, docs/object-storage.md; zync-run-serial: a second `zync run` that publishes in "
-                             "the cycle, after its dbt stage, as before egress had a thread of its own)")
+                             "starts, docs/object-storage.md)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -375,17 +369,15 @@ def main() -> None:
         target = load_target(None)
         projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain"),
                     "zync-run-compiled": invoices_project(PROJECTS, "Compiled"),
-                    "zync-run-s3": invoices_project(PROJECTS, "OnS3"),
-                    "zync-run-serial": invoices_project(PROJECTS, "Serial")}
+                    "zync-run-s3": invoices_project(PROJECTS, "OnS3")}
         # The S3 design's tables: the S3 server's warehouse, in a database of their own.
         on_s3 = {**s3.environment(), "ZYNC_SCHEMA": "zync_s3"}
         warm = {}
-        for design in ("zync-run", "zync-run-compiled", "zync-run-s3", "zync-run-serial"):
+        for design in ("zync-run", "zync-run-compiled", "zync-run-s3"):
             if design in designs:
                 runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log",
                                     compiled=design == "zync-run-compiled",
-                                    env=on_s3 if design == "zync-run-s3" else None,
-                                    serial_egress=design == "zync-run-serial"))
+                                    env=on_s3 if design == "zync-run-s3" else None))
                 run = runs[0]
                 warm[design] = warm_up(target, projects[design], 0, 600)
         if "chain" in designs:

@@ -156,15 +156,13 @@ def _as_bytes(column) -> list[bytes | None]:
 
 class Egress:
     def __init__(self, target: Target, table: str, topic: str | None = None, shaper: Path | None = None,
-                 batch_size: int = DEFAULT_BATCH_SIZE, spark=None):
-        """`spark`: the session to read the table on (default: the process's); `zync run` gives its egress
-        a session of its own, whose settings the dbt stage running beside it does not change."""
+                 batch_size: int = DEFAULT_BATCH_SIZE):
         if batch_size < 1:
             raise ZyncError(f"--batch-size must be at least 1, not {batch_size}")
         self.target = target
         self.table = qualified(target, table)
         self.batch_size = batch_size
-        self.spark = spark if spark is not None else spark_session(target)
+        self.spark = spark_session(target)
         if not self.spark.catalog.tableExists(self.table.replace("`", "")):
             raise ZyncError(f"table {self.table} does not exist: run `dbt run` (or check --table)")
         check_envelope(self.spark.table(self.table).schema, self.table, kind="output")

@@ -63,7 +63,6 @@ from ingest.table import PARQUET_SETTINGS
 from service.compaction import (COMPACT_AFTER_COMMITS, compact, compaction_due_after, compaction_state,
                                 compactions_per_cycle)
 from service.discovery import TopicDiscovery
-from service.egress_thread import EgressThread
 from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
@@ -92,10 +91,6 @@ NOTE_PREFIX = "zync.note."
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
 
-
-# A running service publishes on a thread of its own while the next cycle goes on (service/egress_thread.py);
-# False: in the cycle, after the dbt stage, as `--once` does (the benchmarks' earlier design).
-PIPELINED_EGRESS = True
 
 # Which runs are small: they run on small_run_engine (service/engine_settings.py).
 SMALL_RUN_ROWS = 20_000  # rows new to a model's raw tables since its last run here, at most
@@ -215,9 +210,6 @@ class Service:
         self.compact_after = compact_after
         self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
         self.backoff: dict[str, Backoff] = {}
-        # Publishing on a thread of its own (run(), not --once): it and the cycle share the failure records.
-        self.egress_thread: EgressThread | None = None
-        self._failures_lock = threading.RLock()
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
         self.stopping = stopping if stopping is not None else threading.Event()
@@ -378,16 +370,14 @@ class Service:
 
     def _failed(self, stage: str, what: str, error: Exception) -> None:
         self.check_engine()  # a dead engine fails every stage: end now rather than retry forever
-        with self._failures_lock:
-            self.backoff.setdefault(f"{stage}:{what}", Backoff()).failed()
-            self.failures.failed(stage, what, str(error))
-            self.status.error(stage, what, str(error))
-            self.metrics.failed(stage, what)
+        self.backoff.setdefault(f"{stage}:{what}", Backoff()).failed()
+        self.failures.failed(stage, what, str(error))
+        self.status.error(stage, what, str(error))
+        self.metrics.failed(stage, what)
 
     def _succeeded(self, stage: str, what: str) -> None:
-        with self._failures_lock:
-            if self.backoff.pop(f"{stage}:{what}", None) is not None:
-                self.failures.recovered(stage, what)
+        if self.backoff.pop(f"{stage}:{what}", None) is not None:
+            self.failures.recovered(stage, what)
 
     def ingest(self) -> StageReport | None:
         """Read every input topic that has new messages into its raw table, --threads topics at once."""
@@ -650,8 +640,7 @@ class Service:
             try:
                 job = self.egresses.get(model.name)
                 if job is None:
-                    job = self.egresses[model.name] = Egress(self.target, model.relation, topic=model.output_topic,
-                                                             spark=self.spark.newSession())
+                    job = self.egresses[model.name] = Egress(self.target, model.relation, topic=model.output_topic)
                 published = job.publish_once(Progress("to-kafka", quiet=True))
             except ZyncError as e:
                 self.egresses.pop(model.name, None)
@@ -699,8 +688,6 @@ class Service:
             if commits >= compaction_due_after(table, self.compact_after):
                 due.append((commits, table, version))
         due.sort(key=lambda d: (-d[0], d[1]))
-        if due:
-            self._egress_idle()  # an OPTIMIZE of an output table beside its publish: one after the other
         for _, table, version in due[:compactions_per_cycle(len(candidates), self.compact_after)]:
             if self.stopping.is_set():
                 break
@@ -733,10 +720,7 @@ class Service:
     def vacuum(self) -> dict[str, int]:
         """VACUUM the tables whose compacted files are older than --vacuum-retention (service/vacuum.py)."""
         done = {}
-        tables = list(self.vacuums.due(time.time()))
-        if tables:
-            self._egress_idle()  # VACUUM deletes files a publish under way might still read
-        for table in tables:
+        for table in self.vacuums.due(time.time()):
             if self.stopping.is_set() or not self._try(f"vacuum:{table}"):
                 continue
             try:
@@ -774,13 +758,11 @@ class Service:
         self.discover()
         self.load()
         reports = []
-        for stage in (self.ingest, self.transform, self._egress_stage, self.compact):
+        for stage in (self.ingest, self.transform, self.publish, self.compact):
             report = stage()
             self.check_engine()  # a stage may swallow what a dead engine raised (dbt reports it as a failed run)
             if report is not None:
                 reports.append(report)
-        if self.egress_thread is not None:
-            reports += self.egress_thread.take()  # the publishes that ended meanwhile (this cycle's or the last's)
         seconds = time.monotonic() - started
         self.status.cycle(reports, seconds)
         if not self.ready:
@@ -792,17 +774,6 @@ class Service:
         self.health.cycle_ended()
         self.watchdog.cycle_ended()
         return reports
-
-    def _egress_stage(self) -> StageReport | None:
-        """Publish: on the egress thread, which the cycle does not wait for, or here (--once, a bare cycle)."""
-        if self.egress_thread is None:
-            return self.publish()
-        self.egress_thread.wake()
-        return None
-
-    def _egress_idle(self) -> None:
-        if self.egress_thread is not None:
-            self.egress_thread.idle()
 
     def _watermarks(self) -> kafka_client.Watermarks:
         return kafka_client.watermarks(self.watcher, self.admin, {i.topic for i in self.inputs()})
@@ -846,21 +817,7 @@ class Service:
         for job in self.egresses.values():
             job.stop()
 
-    def _end_egress_thread(self) -> None:
-        """Let the egress thread finish the publish under way (a stop asked it to end after its batch)."""
-        thread, self.egress_thread = self.egress_thread, None
-        if thread is None:
-            return
-        thread.close()
-        try:
-            reports = thread.take()
-        except Exception:  # noqa: BLE001 - the run is ending; what the loop raised says what happened
-            reports = []
-        if reports:
-            self.status.cycle(reports, sum(r.seconds for r in reports))
-
     def close(self) -> None:
-        self._end_egress_thread()
         # With the JVM dead, py4j still meets it after the run ends (objects it frees at exit, the
         # CLI's own shutdown): the filter stays for the rest of the process (CI saw such a traceback).
         if engine_exit_status(self.spark) is None:
@@ -884,8 +841,6 @@ class Service:
         why = "failed"
         self.fold_all = once
         self.warm_up_first = self.warm_up_first and not once  # a single cycle has no later change to warm for
-        if PIPELINED_EGRESS and not once:
-            self.egress_thread = EgressThread(self.publish)
         try:
             while not self.stopping.is_set():
                 try:
@@ -910,7 +865,6 @@ class Service:
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
             self.fold_all = False
-            self._end_egress_thread()
             self.watchdog.stopping()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
