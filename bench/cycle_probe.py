@@ -110,6 +110,15 @@ def main() -> None:
 
     run_module.Service.small_models = traced
 
+    # An alt's `var.NAME=VALUE` items are dbt vars (--vars) of the dbt stage's runs, e.g. var.zync_replay_window=0.
+    current_vars: dict = {}
+    project_run = run_module.DbtProject.run
+
+    def with_vars(project, names, threads=None, variables=None):
+        return project_run(project, names, threads, {**(variables or {}), **current_vars} or None)
+
+    run_module.DbtProject.run = with_vars
+
     producer = Producer(target, project)
     invoice = 0
     cycles = []
@@ -121,6 +130,9 @@ def main() -> None:
                 state["eager"] = conf.pop("eager", "off") == "on"  # the caches as before: eager, then counted
                 if "small" in conf:
                     run_module.SMALL_RUN_ROWS = 20_000 if conf.pop("small") == "on" else -1
+                current_vars.clear()
+                current_vars.update({k[len("var."):]: v for k, v in conf.items() if k.startswith("var.")})
+                conf = {k: v for k, v in conf.items() if not k.startswith("var.")}
                 current_alt["conf"] = conf
                 state["alt"] = alt
                 sent, invoice = produce_rounds(producer, args.events if n > 0 else max(args.events, args.history),

@@ -206,11 +206,15 @@ def zync(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 class ZyncRun:
     """One `zync run` process of a project, for the whole benchmark."""
 
-    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False, env: dict[str, str] | None = None):
+    def __init__(self, project: InvoicesProject, log: Path, compiled: bool = False, env: dict[str, str] | None = None,
+                 before: bool = False):
         self.out = log.open("w")
-        # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py)
-        command = ([str(BIN / "python"), "-c", "import sys, service.run; service.run.SMALL_RUN_ROWS = -1; "
-                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if compiled
+        # compiled: every run with Spark's generated code, as before small runs ran interpreted (service/run.py);
+        # before: the output run's earlier design (bench/earlier_designs.py)
+        settings = (["service.run.SMALL_RUN_ROWS = -1"] if compiled else []) + \
+            (["import bench.earlier_designs", "bench.earlier_designs.restore_output_run()"] if before else [])
+        command = ([str(BIN / "python"), "-c", "import sys, service.run; " + "; ".join(settings) + "; "
+                    "from cli.main import main; sys.argv[0] = 'zync'; sys.exit(main())"] if settings
                    else [str(BIN / "zync")])
         self.process = subprocess.Popen(
             [*command, "run", "--interval", "1s", "--select", project.name("new_invoices")],
@@ -350,7 +354,8 @@ def main() -> None:
                         help="which designs to run (default zync-run,chain; also zync-run-compiled: a second "
                              "`zync run` whose small runs keep Spark's generated code, as before they ran interpreted; "
                              "zync-run-s3: a second `zync run` with its warehouse on the S3 server `zync up --s3` "
-                             "starts, docs/object-storage.md)")
+                             "starts, docs/object-storage.md; zync-run-before: a second `zync run` with the output "
+                             "run's earlier design, bench/earlier_designs.py)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
@@ -369,15 +374,17 @@ def main() -> None:
         target = load_target(None)
         projects = {"zync-run": invoices_project(PROJECTS, "Run"), "chain": invoices_project(PROJECTS, "Chain"),
                     "zync-run-compiled": invoices_project(PROJECTS, "Compiled"),
-                    "zync-run-s3": invoices_project(PROJECTS, "OnS3")}
+                    "zync-run-s3": invoices_project(PROJECTS, "OnS3"),
+                    "zync-run-before": invoices_project(PROJECTS, "Before")}
         # The S3 design's tables: the S3 server's warehouse, in a database of their own.
         on_s3 = {**s3.environment(), "ZYNC_SCHEMA": "zync_s3"}
         warm = {}
-        for design in ("zync-run", "zync-run-compiled", "zync-run-s3"):
+        for design in ("zync-run", "zync-run-compiled", "zync-run-s3", "zync-run-before"):
             if design in designs:
                 runs.append(ZyncRun(projects[design], STATE / "logs" / f"{design}.log",
                                     compiled=design == "zync-run-compiled",
-                                    env=on_s3 if design == "zync-run-s3" else None))
+                                    env=on_s3 if design == "zync-run-s3" else None,
+                                    before=design == "zync-run-before"))
                 run = runs[0]
                 warm[design] = warm_up(target, projects[design], 0, 600)
         if "chain" in designs:

@@ -93,6 +93,10 @@ WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 60.0
 
 
+# dbt vars of every run here: no post-hook count of what an output's run wrote (macros/logging/zync_log_run.sql),
+# a query of every run for a line in logs/dbt.log; this run's own log and metrics say what each run did.
+RUN_VARIABLES = {"zync_log_run": False}
+
 # Which runs are small: they run on small_run_engine (service/engine_settings.py).
 SMALL_RUN_ROWS = 20_000  # rows new to a model's raw tables since its last run here, at most
 # A mirror's first build is small only over a raw table of this few commits, each read to count its rows.
@@ -587,15 +591,15 @@ class Service:
         runs = []
         if small:
             with small_run_engine(self.spark):
-                runs += self.project.run(sorted(small),
-                                         variables={"zync_mirror_defer_base": sorted(views)} if views else None)
+                runs += self.project.run(sorted(small), variables={
+                    **RUN_VARIABLES, **({"zync_mirror_defer_base": sorted(views)} if views else {})})
         # dbt runs the profile's `threads` models at once, each thread on a clone of this session
         # (dbt_zync/thread_sessions.py), made as the invocation starts: the settings set around it
         # here reach every thread, and a mirror's cursor, carried in a session setting
         # (macros/mirror/materialization/zync_mirror_commit_carrying.sql), stays its own.
         if set(due) - small:
             with without_adaptive_execution(self.spark):
-                runs += self.project.run(sorted(set(due) - small))
+                runs += self.project.run(sorted(set(due) - small), variables=RUN_VARIABLES)
         # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
