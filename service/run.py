@@ -142,6 +142,14 @@ class Backoff:
         return time.monotonic() >= self.next_try
 
 
+def _close_quietly(job: Ingest | PoolIngest | None) -> None:
+    if job is not None:
+        try:
+            job.close()
+        except Exception:  # noqa: BLE001 - a consumer that cannot close cleanly is gone all the same
+            pass
+
+
 @dataclass
 class PooledIngest:
     """What a cycle's raw pools took: records per pool, and what they left behind their marks."""
@@ -513,12 +521,8 @@ class Service:
         return job is not None and job.has_rows(raw.topic)
 
     def _drop_pool(self, pool: str) -> None:
-        job = self.pools.pop(pool, None)
-        if job is not None:
-            try:
-                job.close()
-            except Exception:  # noqa: BLE001 - a consumer that cannot close cleanly is gone all the same
-                pass
+        """Forget a raw pool's ingest (a new one resumes from the pool), closing what it kept open."""
+        _close_quietly(self.pools.pop(pool, None))
 
     def warm_up(self) -> None:
         """A first cycle with nothing to read: the engine's first Delta write, MERGE and read, on rows of
@@ -537,12 +541,7 @@ class Service:
 
     def _drop_ingest(self, raw: RawInput) -> None:
         """Forget a topic's Ingest (a new one resumes from its table), closing what it kept open."""
-        job = self.ingests.pop(raw, None)
-        if job is not None:
-            try:
-                job.close()
-            except Exception:  # noqa: BLE001 - a consumer that cannot close cleanly is gone all the same
-                pass
+        _close_quietly(self.ingests.pop(raw, None))
 
     def _run_ingests(self, due: list[tuple[RawInput, Ingest]], marks: kafka_client.Watermarks | None
                      ) -> list[tuple[RawInput, Ingest, int | ZyncError]]:

@@ -55,17 +55,24 @@ def cycles_until(service: Service, done, most: int = 6) -> None:
     raise AssertionError(f"not done after {most} cycles")
 
 
-def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_failing_one(target, spark, tmp_path):
-    project = make_scratch_project(tmp_path / "db", {"db.yml": MIRRORS}, spark=spark,
+def database(target, spark, folder, mirrors: str, prefix: str = PREFIX):
+    """A scratch project mirroring `mirrors`, and its database's first changes: customers, orders, and a
+    table whose topic's first message is not Avro."""
+    project = make_scratch_project(folder, {"db.yml": mirrors}, spark=spark,
                                    topics=lambda: kafka_client.topic_names(target))
     for shared in ("profiles", ".local", "jvm"):
         (project.path / shared).symlink_to(ROOT / shared)
-    produce(target, "customers", [("r", 1, "ann"), ("r", 2, "bob"), ("u", 1, "anna")])
-    produce(target, "orders", [("r", 1, "ann"), ("c", 2, "bob"), ("d", 1, None)])
-    kafka_client.ensure_topic(target, PREFIX + "broken")
+    produce(target, "customers", [("r", 1, "ann"), ("r", 2, "bob"), ("u", 1, "anna")], prefix)
+    produce(target, "orders", [("r", 1, "ann"), ("c", 2, "bob"), ("d", 1, None)], prefix)
+    kafka_client.ensure_topic(target, prefix + "broken")
     poison = Producer(target.kafka)
-    poison.produce(PREFIX + "broken", key=b"\x00\x00\x00\x00\x01", value=b"not avro at all")
+    poison.produce(prefix + "broken", key=b"\x00\x00\x00\x00\x01", value=b"not avro at all")
     poison.flush()
+    return project
+
+
+def test_a_pattern_mirrors_every_table_takes_a_new_one_live_and_isolates_a_failing_one(target, spark, tmp_path):
+    project = database(target, spark, tmp_path / "db", MIRRORS)
     log = io.StringIO()
     with Service(target, root=project.path, status=Progress.for_run(stream=log, live=False)) as service:
         service.discovery.every_s = 0  # look at the broker's topics every cycle

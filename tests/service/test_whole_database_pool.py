@@ -12,15 +12,10 @@ from __future__ import annotations
 import io
 import json
 
-from confluent_kafka import Producer
-
 from service.etl_status import render_failures
 from service.run import Service
-from testkit.invoices import ROOT
-from testkit.scratch import make_scratch_project
 from tests.service import test_whole_database as whole_database
 from tests.service.test_whole_database import cycles_until
-from zync import kafka_client
 from zync.progress import Progress
 
 SCHEMA = "zync"
@@ -47,16 +42,7 @@ def pool_offsets(spark) -> list[tuple[str, int]]:
 
 
 def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_path):
-    project = make_scratch_project(tmp_path / "db", {"db.yml": MIRRORS}, spark=spark,
-                                   topics=lambda: kafka_client.topic_names(target))
-    for shared in ("profiles", ".local", "jvm"):
-        (project.path / shared).symlink_to(ROOT / shared)
-    produce(target, "customers", [("r", 1, "ann"), ("r", 2, "bob"), ("u", 1, "anna")])
-    produce(target, "orders", [("r", 1, "ann"), ("c", 2, "bob"), ("d", 1, None)])
-    kafka_client.ensure_topic(target, PREFIX + "broken")
-    poison = Producer(target.kafka)
-    poison.produce(PREFIX + "broken", key=b"\x00\x00\x00\x00\x01", value=b"not avro at all")
-    poison.flush()
+    project = whole_database.database(target, spark, tmp_path / "db", MIRRORS, PREFIX)
     log = io.StringIO()
     with Service(target, root=project.path, status=Progress.for_run(stream=log, live=False)) as service:
         service.discovery.every_s = 0
