@@ -191,7 +191,7 @@ class ArrowRows:
             columns.append(self._column(messages, part, column_type))
         arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType), nullable=f.nullable)
                                   for f in table_schema.fields])
-        rows = pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type), *columns], schema=arrow_schema)
+        rows = pa.Table.from_arrays([kafka_array(messages, arrow_schema.field("kafka").type), *columns], schema=arrow_schema)
         for column, field in zip(rows.columns, table_schema.fields):
             for chunk in column.chunks:
                 if (not field.nullable and chunk.null_count) or _null_in_required(chunk, field.dataType):
@@ -220,7 +220,7 @@ class ArrowRows:
             raise NotDecodable(f"a {part} value does not convert to {column_type.simpleString()}: {e}") from None
 
 
-def _kafka(messages: Sequence[Message], arrow_type: pa.StructType) -> pa.StructArray:
+def kafka_array(messages: Sequence[Message], arrow_type: pa.StructType) -> pa.StructArray:
     """The `kafka` column as both readers write it (zync.envelope.kafka_struct), of the table's Arrow type:
     no timestamp for one <= 0."""
     values = {

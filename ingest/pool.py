@@ -40,12 +40,12 @@ from confluent_kafka import KafkaError, TopicPartition
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from ingest.arrow_rows import _kafka, base_schema
+from ingest.arrow_rows import base_schema, kafka_array
 from ingest.data_file import NotDecodable
 from ingest.decode import Message
 from ingest.evolution import IncompatibleSchemaError, merge
 from ingest.pool_json import to_json
-from ingest.pool_view import view_exists, view_sql
+from ingest.pool_view import view_sql
 from ingest.schemas import WriterSchemas
 from ingest.table import RawTable, as_nullable
 from zync import kafka_client
@@ -70,7 +70,6 @@ class PoolRun:
 
     records: dict[str, int] = field(default_factory=dict)
     failed: dict[str, ZyncError] = field(default_factory=dict)
-    version: int | None = None  # the pool's commit, if any
 
     @property
     def total(self) -> int:
@@ -159,7 +158,6 @@ class PoolIngest:
             key = (topic, message.partition)
             self.next_offsets[key] = max(self.next_offsets.get(key, 0), message.offset + 1)
             result.records[topic] = result.records.get(topic, 0) + 1
-        result.version = self.pool._seen_version
         return result
 
     def _read(self, ends: dict[tuple[str, int], int], starts: dict[tuple[str, int], int]) -> list[Any]:
@@ -256,7 +254,7 @@ class PoolIngest:
     def _ensure_view(self, topic: str, replace: bool) -> None:
         """The topic's raw view, made if missing, replaced if its types changed."""
         view = self.views[topic]
-        if replace or not view_exists(self.spark, view):
+        if replace or not self.spark.catalog.tableExists(view):
             parts = self.types[topic]
             self.spark.sql(view_sql(view, self.pool.name, topic, parts.get("key") or T.StringType(),
                                     parts.get("value") or T.StringType()))
@@ -275,7 +273,7 @@ def _arrow(rows: list[tuple[str, Message, tuple]], schema: T.StructType) -> pa.T
     and the value's JSON."""
     arrow_schema = pa.schema([pa.field(f.name, to_arrow_type(f.dataType), nullable=f.nullable) for f in schema.fields])
     messages = [message for _, message, _ in rows]
-    return pa.Table.from_arrays([_kafka(messages, arrow_schema.field("kafka").type),
+    return pa.Table.from_arrays([kafka_array(messages, arrow_schema.field("kafka").type),
                                  pa.array([texts[0] for _, _, texts in rows], pa.string()),
                                  pa.array([texts[1] for _, _, texts in rows], pa.string())], schema=arrow_schema)
 

@@ -51,7 +51,3 @@ def view_sql(view: str, pool: str, topic: str, key_type: T.DataType, value_type:
     create = exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select)
     return create.sql(dialect="spark")
 
-
-def view_exists(spark, view: str) -> bool:
-    return bool(spark.catalog.tableExists(view))
-

@@ -865,10 +865,15 @@ class Service:
     def _watermarks(self) -> kafka_client.Watermarks:
         return kafka_client.watermarks(self.watcher, self.admin, {i.topic for i in self.inputs()})
 
+    def _has_ingest(self, raw: RawInput) -> bool:
+        """Whether an input's ingest is kept here yet (its raw pool's, for a pooled topic)."""
+        if raw.pool_view:
+            return raw.table in self.pools and raw.topic in self.pools[raw.table].views
+        return raw in self.ingests
+
     def _arrived(self) -> bool:
         """Whether a topic has messages its raw table does not (cheap: Kafka watermarks only)."""
-        if any((raw.topic not in self.pools[raw.table].views if raw.table in self.pools else True) if raw.pool_view
-               else raw not in self.ingests for raw in self.inputs()):
+        if not all(self._has_ingest(raw) for raw in self.inputs()):
             return True
         try:
             counts = self._lag_counts(self._watermarks())
