@@ -28,6 +28,7 @@ none; dead letters are for raw tables).
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import time
@@ -54,7 +55,8 @@ from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
-from zync.transactions import CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of
+from zync.transactions import (CUT_COLUMNS, CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of,
+                               cut_table_name)
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
@@ -91,6 +93,8 @@ class PoolIngest:
         self.transactions = dict(transactions or {})
         self.expire_after_s = expire_after_s
         self.cuts: dict[str, CutState] = {}  # transaction topic -> its connector's cut, once resumed
+        self.cut_table = cut_table_name(pool) if self.transactions else None
+        self._cuts_written: str | None = None  # the cuts the cut table holds, as this ingest wrote them
         self.spark = spark
         self.pool = RawTable(spark, name=pool)
         self.views = dict(views)
@@ -134,6 +138,8 @@ class PoolIngest:
             if self.pool.exists():
                 self._replay_past(transaction_topic, cut)
         self._resumed = True
+        if self.cuts and self.pool.exists():
+            self._write_cuts()
 
     def _takes(self, topic: str) -> bool:
         return topic in self.views
@@ -194,6 +200,8 @@ class PoolIngest:
         if not rows:
             return result
         self._ensure_pool()
+        if self.cuts and self._cuts_written is None:
+            self._write_cuts()  # the views read it: there before them, and as the pool's last commit left it
         for topic in sorted(changed | {t for t, _, _ in rows if t not in self._views_checked}):
             self._ensure_view(topic, replace=topic in changed)
         if changed:
@@ -211,12 +219,37 @@ class PoolIngest:
             key = (topic, message.partition)
             self.next_offsets[key] = max(self.next_offsets.get(key, 0), message.offset + 1)
             result.records[topic] = result.records.get(topic, 0) + 1
+        if self.cuts:
+            self._write_cuts()
         return result
+
+    def _write_cuts(self) -> None:
+        """The cut table as the connectors' cuts stand, if they moved since it was written.
+
+        After the pool's commit: until then the views show the rows up to the earlier cut, so a
+        reader never sees a transaction half. A run that stops in between leaves the cut in the pool
+        commit's tag, which the next resume writes here."""
+        cuts = {topic: cut.cut for topic, cut in sorted(self.cuts.items())}
+        text = json.dumps({t: c.to_dict() for t, c in cuts.items()}, sort_keys=True)
+        if text == self._cuts_written:
+            return
+        now = dt.datetime.now(dt.timezone.utc)
+        rows = [(topic, cut.transaction, _instant(cut.committed_ms), cut.end_offset, cut.expired, now,
+                 {t: {p: o for (tt, p), o in cut.offsets.items() if tt == t} for t in {t for t, _ in cut.offsets}})
+                for topic, cut in cuts.items()]
+        schema = ", ".join(f"{name} {kind}" for name, kind in CUT_COLUMNS)
+        (self.spark.createDataFrame(rows, schema).coalesce(1).write.format("delta").mode("overwrite")
+         .option("overwriteSchema", "true").saveAsTable(self.cut_table))
+        self._cuts_written = text
 
     def _advance_cuts(self, rows: list[tuple[str, Message, tuple]]) -> str:
         """Every connector's cut after this batch (the tag its commit carries, CUT_TAG)."""
         by_connector: dict[str, list[tuple[str, int, int, dict | None]]] = {}
         for topic, message, texts in rows:
+            if topic in self.cuts and message.partition != 0:
+                raise ZyncError(f"transaction topic {topic} has a partition {message.partition}: its BEGIN and END "
+                                "events are in commit order in one partition only. Give it one partition (Debezium "
+                                "creates it so unless topic.creation says otherwise).")
             connector = topic if topic in self.cuts else self._connector_of(topic)
             if connector is not None:
                 by_connector.setdefault(connector, []).append(
@@ -321,14 +354,21 @@ class PoolIngest:
     def _ensure_view(self, topic: str, replace: bool) -> None:
         """The topic's raw view, made if missing, replaced if its types changed."""
         view = self.views[topic]
-        if replace or not self.spark.catalog.tableExists(view):
+        connector = self._connector_of(topic)
+        # A view of a connector's topic is made again once per run of the process: it may predate the cut.
+        if replace or connector is not None or not self.spark.catalog.tableExists(view):
             parts = self.types[topic]
             self.spark.sql(view_sql(view, self.pool.name, topic, parts.get("key") or T.StringType(),
-                                    parts.get("value") or T.StringType()))
+                                    parts.get("value") or T.StringType(),
+                                    cut=None if connector is None else (self.cut_table, connector)))
         self._views_checked.add(topic)
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def _instant(ms: int | None) -> dt.datetime | None:
+    return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
 def _type(text: str | None) -> T.DataType | None:

@@ -28,6 +28,18 @@ DEFAULT_EXPIRE_AFTER_S = 600.0  # a transaction never whole is given up on this 
 CUT_TAG = "zync.pool.cut"  # a raw pool file's tag: {transaction topic: the cut after its commit (Cut.to_json)}
 
 
+# A raw pool's cut table, <pool>__cut: one row per connector, replaced as its cut moves (its versions are the
+# cut's history). Pooled raw views of the connector's topics show their rows up to it (ingest/pool_view.py).
+CUT_TABLE_SUFFIX = "__cut"
+CUT_COLUMNS = (("connector", "string"), ("transaction", "string"), ("committed_at", "timestamp"),
+               ("end_offset", "bigint"), ("expired", "bigint"), ("cut_at", "timestamp"),
+               ("offsets", "map<string,map<int,bigint>>"))
+
+
+def cut_table_name(pool: str) -> str:
+    return pool + CUT_TABLE_SUFFIX
+
+
 def connector_prefix(topic: str) -> str:
     """The topic prefix of a Debezium data topic (`<prefix>.<schema>.<table>`): pg.public.orders -> pg."""
     parts = topic.rsplit(".", 2)
