@@ -22,7 +22,7 @@ POOL = "zync.raw_txcut_pool"
 
 
 def _pool(target, spark) -> PoolIngest:
-    views = {t: f"zync.{raw_table_name(t)}" for t in (ORDERS, LINES, TRANSACTIONS)}
+    views = {t: view(t) for t in (ORDERS, LINES, TRANSACTIONS)}
     return PoolIngest(target, POOL, views, spark, transactions={TRANSACTIONS: PREFIX})
 
 
@@ -33,6 +33,15 @@ def _run(job: PoolIngest, target, topics: set[str]) -> None:
     finally:
         watcher.close()
     assert not run.failed, run.failed
+
+
+def view(topic: str) -> str:
+    return f"zync.{raw_table_name(topic)}"
+
+
+def _offsets(spark, relation: str, topic: str) -> list[int]:
+    return [r[0] for r in spark.sql(f"select kafka.offset from {relation} where kafka.topic = '{topic}' "
+                                    "order by kafka.offset").collect()]
 
 
 def _stored_cut(spark) -> Cut:
@@ -65,6 +74,8 @@ def test_the_pool_keeps_a_cut_of_whole_transactions_through_a_restart(debezium, 
         job.close()
     half = _stored_cut(spark)
     assert half.end_offset == -1 and half.offsets == {(ORDERS, 0): 0}  # the snapshot's order, not the new one
+    # The raw view of orders stops at the cut: the pool holds the new order, the view does not show it yet.
+    assert _offsets(spark, POOL, ORDERS) == [0, 1] and _offsets(spark, view(ORDERS), ORDERS) == [0]
 
     # A restart, then the lines too: both transactions are whole, every change behind the cut.
     again = _pool(target, spark)
@@ -72,6 +83,9 @@ def test_the_pool_keeps_a_cut_of_whole_transactions_through_a_restart(debezium, 
         _run(again, target, {ORDERS, LINES, TRANSACTIONS})
         whole = _stored_cut(spark)
         assert whole.end_offset == 3 and whole.offsets == {(ORDERS, 0): 1, (LINES, 0): 3}
+        assert _offsets(spark, view(ORDERS), ORDERS) == [0, 1] and _offsets(spark, view(LINES), LINES) == [0, 1, 2, 3]
+        (row,) = spark.table(f"{POOL}__cut").collect()
+        assert (row["connector"], row["end_offset"], row["offsets"]) == (TRANSACTIONS, 3, {ORDERS: {0: 1}, LINES: {0: 3}})
         ends = spark.sql(f"select value.id, value.ts_ms from zync.{raw_table_name(TRANSACTIONS)} "
                          "where value.status = 'END' order by kafka.offset").collect()
         assert (whole.transaction, whole.committed_ms) == (ends[-1]["id"], ends[-1]["ts_ms"])
