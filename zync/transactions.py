@@ -28,6 +28,10 @@ DEFAULT_EXPIRE_AFTER_S = 600.0  # a transaction never whole is given up on this 
 CUT_TAG = "zync.pool.cut"  # a raw pool file's tag: {transaction topic: the cut after its commit (Cut.to_json)}
 
 
+# The raw sources' meta (models/raw/__sources.yml): a data topic's connector's transaction topic, and on the
+# transaction topic's own source, its connector's topic prefix.
+TRANSACTIONS_META = "zync_transactions"
+TRANSACTIONS_OF_META = "zync_transactions_of"
 # A raw pool's cut table, <pool>__cut: one row per connector, replaced as its cut moves (its versions are the
 # cut's history). Pooled raw views of the connector's topics show their rows up to it (ingest/pool_view.py).
 CUT_TABLE_SUFFIX = "__cut"
