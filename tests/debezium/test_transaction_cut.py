@@ -147,9 +147,10 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
         cycles_until(service, lambda: spark.catalog.tableExists("zync.txrun_lines")
                      and _state(spark) == ({1: 10}, {1: [10]}), most=10)
         # Transactions over both tables, each read at every cycle: an order shows with all its lines or not at all.
-        debezium.psql("begin; insert into orders values (2, 20); insert into lines values (2, 2, 5), (3, 2, 15);"
-                      "commit; begin; update orders set total = 21 where id = 2; insert into lines values (4, 2, 1); commit;"
-                      "begin; delete from lines where id = 1; delete from orders where id = 1; commit;", database)
+        debezium.psql("begin; insert into orders values (2, 20); insert into lines values (2, 2, 5), (3, 2, 15); commit;"
+                      "begin; update orders set total = 21 where id = 2; insert into lines values (4, 2, 1); commit;"
+                      "begin; delete from lines where id = 1; delete from orders where id = 1; commit;",
+                      database)
         seen = []
         for _ in range(12):
             service.cycle()
