@@ -124,7 +124,9 @@ def _state(spark) -> tuple[dict[int, int], dict[int, list[int]]]:
     return orders, lines
 
 
-def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transaction(debezium, target, spark, tmp_path):
+def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transaction(debezium, target, spark, tmp_path,
+                                                                                     monkeypatch):
+    from service import etl_status
     from service.run import Service
     from testkit.invoices import ROOT
     from testkit.scratch import make_scratch_project
@@ -163,3 +165,8 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
         assert _state(spark) == ({2: 21}, {2: [5, 15, 1]})
     (row,) = spark.table("zync.raw_txrun__cut").collect()
     assert row["connector"] == f"{RUN_PREFIX}.transaction" and row["expired"] == 0 and row["committed_at"] is not None
+    # `zync etl status` says where each mirror's connector's cut stands.
+    monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
+    statuses = {s.model: s for s in etl_status.collect(target, [project.path / "transforms" / "db.yml"])}
+    assert f"after transaction {row['transaction']}" in statuses["txrun_orders"].cut
+    assert "stops at the cut of txrun.transaction" in etl_status.render(list(statuses.values()))
