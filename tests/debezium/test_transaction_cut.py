@@ -163,8 +163,11 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
             if orders == {2: 21}:
                 break
         assert _state(spark) == ({2: 21}, {2: [5, 15, 1]})
+        connector = f"{RUN_PREFIX}.transaction"
+        assert service.metrics.cut_waiting.labels(connector)._value.get() == 0
+        committed_s = service.metrics.cut_committed.labels(connector)._value.get()
     (row,) = spark.table("zync.raw_txrun__cut").collect()
-    assert row["connector"] == f"{RUN_PREFIX}.transaction" and row["expired"] == 0 and row["committed_at"] is not None
+    assert row["connector"] == connector and row["expired"] == 0 and row["committed_at"].timestamp() == committed_s
     # `zync etl status` says where each mirror's connector's cut stands.
     monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
     statuses = {s.model: s for s in etl_status.collect(target, [project.path / "transforms" / "db.yml"])}
