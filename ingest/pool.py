@@ -160,7 +160,8 @@ class PoolIngest:
                  [F.concat(kafka.topic, F.lit(":"), kafka.partition.cast("string"))] if offsets else F.lit(None))
         data = [t for t in self.views if self._connector_of(t) == transaction_topic]
         past_changes = kafka.topic.isin(data) & (kafka.offset > F.coalesce(bound, F.lit(-1)))
-        rows = (self.spark.read.option("versionAsOf", self.pool.read_version).table(self.pool.name)
+        version = int(self.pool.read_version)
+        rows = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
                 .where(past_end | past_changes).select("kafka.topic", "kafka.partition", "kafka.offset", "value")
                 .orderBy("topic", "partition", "offset").collect())
         self._feed(transaction_topic, [(r["topic"], r["partition"], r["offset"],
