@@ -174,3 +174,13 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
     statuses = {s.model: s for s in etl_status.collect(target, [project.path / "transforms" / "db.yml"])}
     assert f"after transaction {row['transaction']}" in statuses["txrun_orders"].cut
     assert "stops at the cut of txrun.transaction" in etl_status.render(list(statuses.values()))
+
+    # `zync from-kafka` of the connector's topics takes its transaction topic along and moves the cut too.
+    debezium.psql("begin; insert into orders values (3, 30); insert into lines values (5, 3, 3); commit;", database)
+    debezium.wait_records(connector, 8)
+    debezium.wait_records(f"{RUN_PREFIX}.public.lines", 7)
+    from cli import main as cli
+
+    assert cli.main(["from-kafka", "--topic", f"{RUN_PREFIX}.public.orders", "--topic", f"{RUN_PREFIX}.public.lines",
+                     "--exit-after", "0"]) == 0
+    assert _state(spark) == ({2: 21, 3: 30}, {2: [5, 15, 1], 3: [3]})
