@@ -493,6 +493,9 @@ class Service:
                 continue
             try:
                 job = self.pools.get(pool)
+                if job is not None and job.transactions != connectors.get(pool, {}):
+                    self._drop_pool(pool)  # a connector's consistency changed: its cut is kept from the start
+                    job = None
                 if job is None:
                     job = self.pools[pool] = PoolIngest(self.target, pool, views, self.spark.newSession(),
                                                         transactions=connectors.get(pool))
