@@ -95,3 +95,16 @@ def test_debezium_values_become_changes_and_boundaries():
     assert boundary_of(4, event) == end(4, "571:53195832", {"public.orders": 1, "public.lines": 2}, ts_ms=77)
     assert boundary_of(3, {"status": "BEGIN", "id": "571:53195832"}).status == "BEGIN"
     assert boundary_of(5, None) is None
+
+
+def test_a_transaction_of_100000_changes_spread_over_batches_shows_at_once():
+    cut = state()
+    for batch in range(10):  # ten batches of 10,000 changes, then its END
+        first = batch * 10_000
+        cut.changes(Change(LINES, 0, offset, "big", offset + 1) for offset in range(first, first + 10_000))
+        assert cut.advance(now=batch).offsets == {}
+    cut.changes([Change(ORDERS, 0, 0, "big", 1)])
+    cut.boundaries([end(1, "big", {"public.lines": 100_000, "public.orders": 1})], now=10)
+    after = cut.advance(now=11)
+    assert after.end_offset == 1 and after.offsets == {(LINES, 0): 99_999, (ORDERS, 0): 0}
+    assert cut.waiting_changes == 0
