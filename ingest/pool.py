@@ -53,6 +53,7 @@ from ingest.table import RawTable, as_nullable
 from ingest.transaction_cut import CutState
 from zync import kafka_client
 from zync.config import Target
+from zync.delta_metadata import table_location
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
 from zync.transactions import (CUT_COLUMNS, CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of,
@@ -95,6 +96,7 @@ class PoolIngest:
         self.cuts: dict[str, CutState] = {}  # transaction topic -> its connector's cut, once resumed
         self.cut_table = cut_table_name(pool) if self.transactions else None
         self._cuts_written: str | None = None  # the cuts the cut table holds, as this ingest wrote them
+        self._cut_location: str | None = None
         self.spark = spark
         self.pool = RawTable(spark, name=pool)
         self.views = dict(views)
@@ -239,8 +241,15 @@ class PoolIngest:
                  {t: {p: o for (tt, p), o in cut.offsets.items() if tt == t} for t in {t for t, _ in cut.offsets}})
                 for topic, cut in cuts.items()]
         schema = ", ".join(f"{name} {kind}" for name, kind in CUT_COLUMNS)
-        (self.spark.createDataFrame(rows, schema).coalesce(1).write.format("delta").mode("overwrite")
-         .option("overwriteSchema", "true").saveAsTable(self.cut_table))
+        frame = self.spark.createDataFrame(rows, schema).coalesce(1)
+        if self._cut_location is None and not self.spark.catalog.tableExists(self.cut_table):
+            frame.write.format("delta").saveAsTable(self.cut_table)
+        else:
+            if self._cut_location is None:
+                quoted = ".".join(f"`{part}`" for part in self.cut_table.split("."))
+                self._cut_location = table_location(self.spark, quoted)
+            # By location: the catalog's entry stays as it is (a by-name overwrite alters it each time).
+            frame.write.format("delta").mode("overwrite").save(self._cut_location)
         self._cuts_written = text
 
     def _advance_cuts(self, rows: list[tuple[str, Message, tuple]]) -> str:

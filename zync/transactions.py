@@ -14,6 +14,7 @@ at or before it. Readers that stop every topic at the same cut never see half of
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 TRANSACTION_TOPIC_SUFFIX = ".transaction"  # Debezium's default transaction topic: <topic.prefix>.transaction
@@ -42,6 +43,18 @@ CUT_COLUMNS = (("connector", "string"), ("transaction", "string"), ("committed_a
 
 def cut_table_name(pool: str) -> str:
     return pool + CUT_TABLE_SUFFIX
+
+
+# Debezium's PostgreSQL connector names a transaction `<xid>:<lsn>` with the LSN of the event at hand, so the
+# changes, BEGIN and END of one transaction differ in it (Debezium 3.0): they share the xid. Other connectors'
+# ids (MySQL's GTID `<uuid>:<n>`, SQL Server's and Db2's three hex parts) are the transaction's as they are.
+_POSTGRES_ID = re.compile(r"(\d+):\d+")
+
+
+def transaction_key(transaction_id: str) -> str:
+    """What names one source transaction in the ids Debezium gives its changes and its BEGIN and END."""
+    postgres = _POSTGRES_ID.fullmatch(transaction_id)
+    return postgres.group(1) if postgres else transaction_id
 
 
 def connector_prefix(topic: str) -> str:
@@ -115,7 +128,8 @@ def change_of(topic: str, partition: int, offset: int, value: dict | None) -> Ch
     transaction = value.get("transaction")
     if transaction:
         order = transaction.get("data_collection_order")
-        return Change(topic, partition, offset, str(transaction["id"]), None if order is None else int(order))
+        return Change(topic, partition, offset, transaction_key(str(transaction["id"])),
+                      None if order is None else int(order))
     snapshot = str((value.get("source") or {}).get("snapshot") or "false").lower()
     if snapshot in SNAPSHOT_VALUES:
         return Change(topic, partition, offset, SNAPSHOT, snapshot_last=snapshot == SNAPSHOT_LAST)
@@ -128,4 +142,4 @@ def boundary_of(offset: int, value: dict | None) -> Boundary | None:
         return None
     counts = {str(c["data_collection"]): int(c["event_count"]) for c in value.get("data_collections") or []}
     ts = value.get("ts_ms")
-    return Boundary(offset, value["status"], str(value["id"]), None if ts is None else int(ts), counts)
+    return Boundary(offset, value["status"], transaction_key(str(value["id"])), None if ts is None else int(ts), counts)

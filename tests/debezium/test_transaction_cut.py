@@ -14,7 +14,7 @@ from ingest.pool import PoolIngest
 from ingest.table import RawTable
 from zync import kafka_client
 from zync.tables import raw_table_name
-from zync.transactions import CUT_TAG, Cut
+from zync.transactions import CUT_TAG, Cut, transaction_key
 
 PREFIX = "txcut"
 ORDERS, LINES, TRANSACTIONS = f"{PREFIX}.public.orders", f"{PREFIX}.public.lines", f"{PREFIX}.transaction"
@@ -89,7 +89,7 @@ def test_the_pool_keeps_a_cut_of_whole_transactions_through_a_restart(debezium, 
         assert row["offsets"] == {ORDERS: {0: 1}, LINES: {0: 3}}
         ends = spark.sql(f"select value.id, value.ts_ms from zync.{raw_table_name(TRANSACTIONS)} "
                          "where value.status = 'END' order by kafka.offset").collect()
-        assert (whole.transaction, whole.committed_ms) == (ends[-1]["id"], ends[-1]["ts_ms"])
+        assert (whole.transaction, whole.committed_ms) == (transaction_key(ends[-1]["id"]), ends[-1]["ts_ms"])
         assert whole.expired == 0
 
         # The next transaction, read by the same run: the cut goes on from where it stood.

@@ -83,16 +83,19 @@ def test_a_resumed_cut_skips_what_is_behind_it_and_round_trips_as_json():
 
 def test_debezium_values_become_changes_and_boundaries():
     assert connector_prefix("pg.public.orders") == "pg" and connector_prefix("prod.pg.public.orders") == "prod.pg"
+    # PostgreSQL's ids are <xid>:<lsn of the event>: a transaction's changes, BEGIN and END share the xid only.
     streamed = {"op": "u", "source": {"snapshot": "false"},
                 "transaction": {"id": "571:53195832", "total_order": 2, "data_collection_order": 1}}
-    assert change_of(ORDERS, 0, 9, streamed) == Change(ORDERS, 0, 9, "571:53195832", 1)
+    assert change_of(ORDERS, 0, 9, streamed) == Change(ORDERS, 0, 9, "571", 1)
+    gtid = {**streamed, "transaction": {"id": "3E11FA47-71CA-11E1-9E33-C80AA9429562:23", "data_collection_order": 1}}
+    assert change_of(ORDERS, 0, 9, gtid).transaction == "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"  # MySQL's GTID
     assert change_of(ORDERS, 0, 1, {"op": "r", "source": {"snapshot": "last"}, "transaction": None}) \
         == Change(ORDERS, 0, 1, SNAPSHOT, snapshot_last=True)
     assert change_of(ORDERS, 0, 2, None) == Change(ORDERS, 0, 2, None)
-    event = {"status": "END", "id": "571:53195832", "event_count": 3, "ts_ms": 77,
+    event = {"status": "END", "id": "571:53196000", "event_count": 3, "ts_ms": 77,
              "data_collections": [{"data_collection": "public.orders", "event_count": 1},
                                   {"data_collection": "public.lines", "event_count": 2}]}
-    assert boundary_of(4, event) == end(4, "571:53195832", {"public.orders": 1, "public.lines": 2}, ts_ms=77)
+    assert boundary_of(4, event) == end(4, "571", {"public.orders": 1, "public.lines": 2}, ts_ms=77)
     assert boundary_of(3, {"status": "BEGIN", "id": "571:53195832"}).status == "BEGIN"
     assert boundary_of(5, None) is None
 
