@@ -69,12 +69,15 @@ from compiler.spec import (
 )
 from zync.errors import ZyncError
 from zync.tables import raw_table_name, snake
+from zync.transactions import connector_prefix, transaction_topic
 
 MODELS_FOLDER = Path("models") / "mirrors"
 DELETE_MODES = ("hard", "soft")
 # The settings each kind of entry takes (docs/reference/mirror-yaml.md has a table of each).
-MIRROR_KEYS = frozenset({"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types", "pool"})
-PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types", "pool"})
+MIRROR_KEYS = frozenset({"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types", "pool",
+                         "consistency", "transactions"})
+PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types", "pool", "consistency", "transactions"})
+CONSISTENCIES = ("topic", "transaction")  # `consistency:` each topic on its own (the default), or whole transactions
 # Columns the mirror adds itself; user columns may not start with this prefix.
 RESERVED_PREFIX = "_zync_"
 # The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
@@ -104,6 +107,8 @@ class Mirror:
     types: tuple[tuple[str, str], ...] = ()  # (field of value.after, Spark type) for the default columns
     pattern: str | None = None  # the `topics:` expression of the entry it was made from, if any
     pool: str | None = None  # the raw pool holding the topic's records (its raw table then a view), if any
+    # `consistency: transaction`: its connector's transaction topic, whose cut its raw view stops at (zync/transactions.py)
+    transactions: str | None = None
 
 
 # The placeholders a pattern entry's `name:` template may use besides its expression's named groups.
@@ -135,6 +140,8 @@ class MirrorPattern:
     types: tuple[tuple[str, str], ...]
     where: Where
     pool: str | None = None
+    consistency: str = "topic"
+    transactions: str | None = None  # the transaction topic `transactions:` names, if it does
 
     def model_name(self, topic: str) -> str:
         """The model name of a matching topic's mirror; a TransformError if it is not a plain SQL name."""
@@ -147,8 +154,11 @@ class MirrorPattern:
         return name
 
     def mirror(self, topic: str) -> Mirror:
+        transactions = (self.transactions or transaction_topic(connector_prefix(topic))
+                        if self.consistency == "transaction" else None)
         return Mirror(self.model_name(topic), topic, raw_table_name(topic), self.delete, None, None,
-                      self.source_ts, self.where, self.types, pattern=self.topics.pattern, pool=self.pool)
+                      self.source_ts, self.where, self.types, pattern=self.topics.pattern, pool=self.pool,
+                      transactions=transactions)
 
 
 @dataclass(frozen=True)
@@ -160,7 +170,8 @@ class MirrorFile:
     @property
     def reads(self) -> tuple[tuple[str, Input], ...]:
         """(model, input) for every raw table the mirrors read, as compiler.properties lists sources."""
-        return tuple((m.model, Input(m.topic, m.table, m.where, pool=m.pool)) for m in self.mirrors)
+        return tuple((m.model, Input(m.topic, m.table, m.where, pool=m.pool, transactions=m.transactions))
+                     for m in self.mirrors)
 
 
 def expand_patterns(files: list[MirrorFile], topics: Iterable[str]) -> list[MirrorFile]:
@@ -263,8 +274,9 @@ def _pattern(path: Path, raw: dict, what: str) -> MirrorPattern:
                              f"{', '.join('{' + p + '}' for p in sorted(allowed))} (each topic needs a name of its own)",
                              f"name: {name}")
     types = _types(path, raw, what) if "types" in raw else ()
+    consistency, transactions = _consistency(path, raw, what)
     return MirrorPattern(topics, name, _delete_mode(path, raw, what), _source_ts(path, raw, what), types,
-                         _where(path, raw), _pool(path, raw, what))
+                         _where(path, raw), _pool(path, raw, what), consistency, transactions)
 
 
 def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
@@ -290,8 +302,28 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
     if types and columns is not None:
         raise TransformError(_where(path, raw, "types"), f"{what}: `types` applies to the default columns (every field "
                              "of value.after); with `columns`, write the type in the column's SQL, e.g. cast(... as string)")
+    consistency, transactions = _consistency(path, raw, what)
+    if consistency == "transaction":
+        transactions = transactions or transaction_topic(connector_prefix(topic))
     return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw), types,
-                  pool=_pool(path, raw, what))
+                  pool=_pool(path, raw, what), transactions=transactions)
+
+
+def _consistency(path: Path, raw: dict, what: str) -> tuple[str, str | None]:
+    """`consistency:` and `transactions:` (the transaction topic, if named) of an entry."""
+    consistency = str(raw.get("consistency", "topic"))
+    if consistency not in CONSISTENCIES:
+        raise TransformError(_where(path, raw, "consistency"), f"{what}: consistency is one of "
+                             f"{', '.join(CONSISTENCIES)}, not {consistency!r}", f"consistency: {consistency}")
+    transactions = _topic(path, raw, "transactions", what) if "transactions" in raw else None
+    if transactions is not None and consistency != "transaction":
+        raise TransformError(_where(path, raw, "transactions"), f"{what}: `transactions` names the transaction topic "
+                             "of `consistency: transaction`; add that, or leave `transactions` out")
+    if consistency == "transaction" and "pool" not in raw:
+        raise TransformError(_where(path, raw, "consistency"), f"{what}: `consistency: transaction` needs `pool:`: "
+                             "the cut is kept by the raw pool that takes the connector's topics and its transaction "
+                             "topic (docs: Source transactions)", "consistency: transaction")
+    return consistency, transactions
 
 
 def _pool(path: Path, raw: dict, what: str) -> str | None:

@@ -95,6 +95,8 @@ class Input:
     expire_after: ExpireAfter | None = None
     errors_tolerance: str | None = None  # ingest's, for the topic (Kafka Connect's errors.tolerance); None: unsaid
     pool: str | None = None  # the raw pool holding the topic's records (`table` is then a view over it), if any
+    # Its connector's transaction topic, when its raw view stops at the connector's cut (`consistency: transaction`).
+    transactions: str | None = None
 
 
 @dataclass(frozen=True)

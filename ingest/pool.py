@@ -28,6 +28,7 @@ none; dead letters are for raw tables).
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import time
@@ -37,6 +38,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 from confluent_kafka import KafkaError, TopicPartition
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
@@ -48,10 +50,14 @@ from ingest.pool_json import to_json
 from ingest.pool_view import view_sql
 from ingest.schemas import WriterSchemas
 from ingest.table import RawTable, as_nullable
+from ingest.transaction_cut import CutState
 from zync import kafka_client
 from zync.config import Target
+from zync.delta_metadata import table_location
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
+from zync.transactions import (CUT_COLUMNS, CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of,
+                               cut_table_name)
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
@@ -79,9 +85,18 @@ class PoolRun:
 class PoolIngest:
     """Ingest of every topic of one raw pool, one commit a run; kept by `zync run` across cycles."""
 
-    def __init__(self, target: Target, pool: str, views: dict[str, str], spark):
-        """`pool`: the pool table (database.table); `views`: topic -> its raw view (database.table)."""
+    def __init__(self, target: Target, pool: str, views: dict[str, str], spark,
+                 transactions: dict[str, str] | None = None, expire_after_s: float = DEFAULT_EXPIRE_AFTER_S):
+        """`pool`: the pool table (database.table); `views`: topic -> its raw view (database.table);
+        `transactions`: transaction topic -> its connector's topic prefix, for each connector whose cut the
+        pool keeps (zync/transactions.py; its transaction topic is one of `views`)."""
         self.target = target
+        self.transactions = dict(transactions or {})
+        self.expire_after_s = expire_after_s
+        self.cuts: dict[str, CutState] = {}  # transaction topic -> its connector's cut, once resumed
+        self.cut_table = cut_table_name(pool) if self.transactions else None
+        self._cuts_written: str | None = None  # the cuts the cut table holds, as this ingest wrote them
+        self._cut_location: str | None = None
         self.spark = spark
         self.pool = RawTable(spark, name=pool)
         self.views = dict(views)
@@ -111,11 +126,55 @@ class PoolIngest:
     def _resume(self) -> None:
         if self._resumed:
             return
+        stored_cuts: dict[str, Cut] = {}
         if self.pool.exists():
             self.next_offsets = self.pool.resume_pool()
             stored = self.pool.stored_property(TYPES_PROPERTY, {})
             self.types = {topic: {part: _type(text) for part, text in parts.items()} for topic, parts in stored.items()}
+            if self.transactions:
+                tag = self.pool.newest_tag(CUT_TAG, self.pool.read_version)
+                stored_cuts = {t: Cut.from_dict(c) for t, c in json.loads(tag).items()} if tag else {}
+        for transaction_topic, prefix in self.transactions.items():
+            cut = self.cuts[transaction_topic] = CutState(prefix, self._takes, stored_cuts.get(transaction_topic),
+                                                          self.expire_after_s)
+            if self.pool.exists():
+                self._replay_past(transaction_topic, cut)
         self._resumed = True
+        if self.cuts and self.pool.exists():
+            self._write_cuts()
+
+    def _takes(self, topic: str) -> bool:
+        return topic in self.views
+
+    def _connector_of(self, topic: str) -> str | None:
+        """The transaction topic of the connector whose cut takes `topic`'s changes, if any."""
+        for transaction_topic, prefix in self.transactions.items():
+            if topic != transaction_topic and topic.startswith(prefix + "."):
+                return transaction_topic
+        return None
+
+    def _replay_past(self, transaction_topic: str, cut: CutState) -> None:
+        """Give a resumed cut the pool's records past it, as the runs that committed them did."""
+        kafka = F.col("kafka")
+        past_end = (kafka.topic == transaction_topic) & (kafka.offset > F.lit(cut.cut.end_offset))
+        offsets = cut.cut.offsets
+        bound = (F.create_map(*[F.lit(x) for (t, p), o in sorted(offsets.items()) for x in (f"{t}:{p}", o)])
+                 [F.concat(kafka.topic, F.lit(":"), kafka.partition.cast("string"))] if offsets else F.lit(None))
+        data = [t for t in self.views if self._connector_of(t) == transaction_topic]
+        past_changes = kafka.topic.isin(data) & (kafka.offset > F.coalesce(bound, F.lit(-1)))
+        version = int(self.pool.read_version)
+        rows = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
+                .where(past_end | past_changes).select("kafka.topic", "kafka.partition", "kafka.offset", "value")
+                .orderBy("topic", "partition", "offset").collect())
+        self._feed(transaction_topic, [(r["topic"], r["partition"], r["offset"],
+                                        None if r["value"] is None else json.loads(r["value"])) for r in rows])
+
+    def _feed(self, transaction_topic: str, records: list[tuple[str, int, int, dict | None]]) -> None:
+        """Records of one connector, (topic, partition, offset, decoded value), in offset order per partition."""
+        cut = self.cuts[transaction_topic]
+        cut.changes(change_of(*record) for record in records if record[0] != transaction_topic)
+        cut.boundaries((b for b in (boundary_of(offset, value) for topic, _, offset, value in records
+                                    if topic == transaction_topic) if b is not None), time.monotonic())
 
     def waiting(self, marks: kafka_client.Watermarks) -> dict[tuple[str, int], int]:
         """Messages Kafka holds past what the pool committed, per (topic, partition) that has any."""
@@ -144,6 +203,8 @@ class PoolIngest:
         if not rows:
             return result
         self._ensure_pool()
+        if self.cuts and self._cuts_written is None:
+            self._write_cuts()  # the views read it: there before them, and as the pool's last commit left it
         for topic in sorted(changed | {t for t, _, _ in rows if t not in self._views_checked}):
             self._ensure_view(topic, replace=topic in changed)
         if changed:
@@ -152,13 +213,62 @@ class PoolIngest:
             self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True),
                                              CHANGED_PROPERTY: json.dumps(sorted(changed))})
         where = f"{len(rows)} records of {len({t for t, _, _ in rows})} topics"
-        if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where, tags=_tags(rows)):
+        tags = _tags(rows)
+        if self.cuts:
+            tags[CUT_TAG] = self._advance_cuts(rows)
+        if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where, tags=tags):
             raise ZyncError(f"raw pool {self.label} cannot take rows written in Python: {self.pool.declined}")
         for topic, message, _ in rows:
             key = (topic, message.partition)
             self.next_offsets[key] = max(self.next_offsets.get(key, 0), message.offset + 1)
             result.records[topic] = result.records.get(topic, 0) + 1
+        if self.cuts:
+            self._write_cuts()
         return result
+
+    def _write_cuts(self) -> None:
+        """The cut table as the connectors' cuts stand, if they moved since it was written.
+
+        After the pool's commit: until then the views show the rows up to the earlier cut, so a
+        reader never sees a transaction half. A run that stops in between leaves the cut in the pool
+        commit's tag, which the next resume writes here."""
+        cuts = {topic: cut.cut for topic, cut in sorted(self.cuts.items())}
+        text = json.dumps({t: c.to_dict() for t, c in cuts.items()}, sort_keys=True)
+        if text == self._cuts_written:
+            return
+        now = dt.datetime.now(dt.timezone.utc)
+        rows = [(topic, cut.transaction, _instant(cut.committed_ms), cut.end_offset, cut.expired, now,
+                 {t: {p: o for (tt, p), o in cut.offsets.items() if tt == t} for t in {t for t, _ in cut.offsets}})
+                for topic, cut in cuts.items()]
+        schema = ", ".join(f"{name} {kind}" for name, kind in CUT_COLUMNS)
+        frame = self.spark.createDataFrame(rows, schema).coalesce(1)
+        if self._cut_location is None and not self.spark.catalog.tableExists(self.cut_table):
+            frame.write.format("delta").saveAsTable(self.cut_table)
+        else:
+            if self._cut_location is None:
+                quoted = ".".join(f"`{part}`" for part in self.cut_table.split("."))
+                self._cut_location = table_location(self.spark, quoted)
+            # By location: the catalog's entry stays as it is (a by-name overwrite alters it each time).
+            frame.write.format("delta").mode("overwrite").save(self._cut_location)
+        self._cuts_written = text
+
+    def _advance_cuts(self, rows: list[tuple[str, Message, tuple]]) -> str:
+        """Every connector's cut after this batch (the tag its commit carries, CUT_TAG)."""
+        by_connector: dict[str, list[tuple[str, int, int, dict | None]]] = {}
+        for topic, message, texts in rows:
+            if topic in self.cuts and message.partition != 0:
+                raise ZyncError(f"transaction topic {topic} has a partition {message.partition}: its BEGIN and END "
+                                "events are in commit order in one partition only. Give it one partition (Debezium "
+                                "creates it so unless topic.creation says otherwise).")
+            connector = topic if topic in self.cuts else self._connector_of(topic)
+            if connector is not None:
+                by_connector.setdefault(connector, []).append(
+                    (topic, message.partition, message.offset, None if texts[1] is None else json.loads(texts[1])))
+        now = time.monotonic()
+        for connector, records in by_connector.items():
+            self._feed(connector, records)
+        return json.dumps({t: cut.advance(now).to_dict() for t, cut in sorted(self.cuts.items())},
+                          separators=(",", ":"), sort_keys=True)
 
     def _read(self, ends: dict[tuple[str, int], int], starts: dict[tuple[str, int], int]) -> list[Any]:
         """The messages from `starts` up to `ends` (at most MOST_RECORDS), in order per partition."""
@@ -254,14 +364,21 @@ class PoolIngest:
     def _ensure_view(self, topic: str, replace: bool) -> None:
         """The topic's raw view, made if missing, replaced if its types changed."""
         view = self.views[topic]
-        if replace or not self.spark.catalog.tableExists(view):
+        connector = self._connector_of(topic)
+        # A view of a connector's topic is made again once per run of the process: it may predate the cut.
+        if replace or connector is not None or not self.spark.catalog.tableExists(view):
             parts = self.types[topic]
             self.spark.sql(view_sql(view, self.pool.name, topic, parts.get("key") or T.StringType(),
-                                    parts.get("value") or T.StringType()))
+                                    parts.get("value") or T.StringType(),
+                                    cut=None if connector is None else (self.cut_table, connector)))
         self._views_checked.add(topic)
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def _instant(ms: int | None) -> dt.datetime | None:
+    return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
 def _type(text: str | None) -> T.DataType | None:

@@ -15,7 +15,7 @@ from ingest.pool import PoolIngest
 from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
-from zync.ingest_options import PooledTopic
+from zync.ingest_options import PooledTopic, configured_pool
 from zync.progress import Progress
 from zync.tables import qualified
 
@@ -31,12 +31,32 @@ def pooled_members(target: Target, pooled: dict[str, PooledTopic]) -> dict[str, 
     return members
 
 
+def with_transaction_topics(pooled: dict[str, PooledTopic]) -> dict[str, PooledTopic]:
+    """`pooled` and the transaction topics of its topics under `consistency: transaction`: a connector's cut
+    moves only with its transaction topic's events, so they are taken together."""
+    found = dict(pooled)
+    for where in pooled.values():
+        if where.transactions and where.transactions not in found:
+            transaction_topic = configured_pool(where.transactions)
+            if transaction_topic is None:
+                raise ZyncError(f"transaction topic {where.transactions} is not in the project's sources: run "
+                                "`zync etl compile` again")
+            found[where.transactions] = transaction_topic
+    return found
+
+
 def ingest_pooled(target: Target, spark, pooled: dict[str, PooledTopic], progress: Progress,
                   exit_after: float | None = None) -> int:
     """Fill the pools of `pooled` topics until `exit_after` passes with nothing new (None: until interrupted);
     the records committed. Raises once every other topic is in if a topic failed."""
+    pooled = with_transaction_topics(pooled)
     members = pooled_members(target, pooled)
-    jobs = {pool: PoolIngest(target, pool, views, spark) for pool, views in members.items()}
+    connectors: dict[str, dict[str, str]] = {}
+    for topic, where in pooled.items():
+        if where.transactions_of:
+            connectors.setdefault(qualified(target, where.pool).replace("`", ""), {})[topic] = where.transactions_of
+    jobs = {pool: PoolIngest(target, pool, views, spark, transactions=connectors.get(pool))
+            for pool, views in members.items()}
     consumer = kafka_client.consumer(target, group="zync-from-kafka")
     admin = kafka_client.admin(target)
     failed: dict[str, ZyncError] = {}

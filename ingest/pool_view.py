@@ -31,7 +31,7 @@ def ddl(data_type: T.DataType) -> str:
 
 
 def _parsed(column: str, data_type: T.DataType) -> exp.Expression:
-    return exp.alias_(exp.Anonymous(this="from_json", expressions=[exp.column(column, quoted=True),
+    return exp.alias_(exp.Anonymous(this="from_json", expressions=[exp.column(column, table="pool", quoted=True),
                                                                    exp.Literal.string(ddl(data_type))]),
                       column, quoted=True)
 
@@ -41,13 +41,35 @@ def _table(name: str) -> exp.Table:
     return exp.table_(exp.to_identifier(table, quoted=True), db=exp.to_identifier(db, quoted=True) if db else None)
 
 
-def view_sql(view: str, pool: str, topic: str, key_type: T.DataType, value_type: T.DataType) -> str:
-    """CREATE OR REPLACE VIEW `view` (database.name) over `pool`'s rows of `topic`, typed."""
-    select = (exp.select(exp.column("kafka", quoted=True), _parsed("key", key_type), _parsed("value", value_type))
-              .from_(_table(pool))
-              .where(exp.EQ(this=exp.Dot(this=exp.column("kafka", quoted=True),
-                                         expression=exp.to_identifier("topic", quoted=True)),
-                            expression=exp.Literal.string(topic))))
+def _kafka(field: str, table: str = "pool") -> exp.Expression:
+    return exp.Dot(this=exp.column("kafka", table=table, quoted=True), expression=exp.to_identifier(field, quoted=True))
+
+
+def view_sql(view: str, pool: str, topic: str, key_type: T.DataType, value_type: T.DataType,
+             cut: tuple[str, str] | None = None) -> str:
+    """CREATE OR REPLACE VIEW `view` (database.name) over `pool`'s rows of `topic`, typed.
+
+    `cut`: (its connector's cut table, the connector's transaction topic): the view then shows the
+    topic's rows up to the cut only (zync/transactions.py), each partition to its offset there, none
+    before a first cut, so that every view of the connector stops after the same whole transaction.
+    """
+    select = (exp.select(_kafka_column(), _parsed("key", key_type), _parsed("value", value_type))
+              .from_(exp.alias_(_table(pool), "pool", quoted=True))
+              .where(exp.EQ(this=_kafka("topic"), expression=exp.Literal.string(topic))))
+    if cut is not None:
+        cut_table, connector = cut
+        offsets = exp.Bracket(this=exp.column("offsets", quoted=True), expressions=[exp.Literal.string(topic)])
+        last = (exp.select(exp.alias_(offsets, "offsets", quoted=True)).from_(_table(cut_table))
+                .where(exp.EQ(this=exp.column("connector", quoted=True), expression=exp.Literal.string(connector))))
+        bound = exp.Coalesce(this=exp.Anonymous(this="element_at", expressions=[
+            exp.column("offsets", table="zync_cut", quoted=True), _kafka("partition")]),
+            expressions=[exp.Literal.number(-1)])
+        select = select.join(exp.alias_(exp.Subquery(this=last), "zync_cut", quoted=True),
+                             on=exp.LTE(this=_kafka("offset"), expression=bound), join_type="inner")
     create = exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select)
     return create.sql(dialect="spark")
+
+
+def _kafka_column() -> exp.Expression:
+    return exp.alias_(exp.column("kafka", table="pool", quoted=True), "kafka", quoted=True)
 

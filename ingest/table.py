@@ -39,7 +39,7 @@ from ingest.delta_append import (CONCURRENT_MODIFICATION, TableExistsAtLocationE
                                  append_reading_whole_table, create_empty)
 from ingest.evolution import Change, conform
 from ingest.spark_errors import caused_by
-from zync.delta_metadata import (commit_actions, default_location, first_commit_info, is_delta_table,
+from zync.delta_metadata import (commit_actions, commit_texts, default_location, first_commit_info, is_delta_table,
                                  latest_transaction, table_location)
 from zync.envelope import check_envelope, kafka_struct
 from zync import storage
@@ -272,6 +272,27 @@ class RawTable:
             f"select kafka.topic as t, kafka.partition as p, max(kafka.offset) as o "
             f"from {self.sql_name} version as of {version} group by kafka.topic, kafka.partition").collect()
         return {(r["t"], r["p"]): r["o"] + 1 for r in rows}
+
+    @property
+    def read_version(self) -> int:
+        """The table version the last resume read (and checks from)."""
+        return self._seen_version
+
+    def newest_tag(self, tag: str, version: int, chunk: int = 20) -> str | None:
+        """The value of `tag` on the newest `add` action that has it, in the commits up to `version` (None: none).
+
+        Read from the commit files newest first, a few at a time: a raw pool's commits each carry it, so
+        the newest one or two have it unless compactions came after."""
+        end = int(version)
+        while end >= 0:
+            start = max(0, end - chunk + 1)
+            for _, texts in sorted(commit_texts(self.spark, self._path(), start, end), reverse=True):
+                for text in reversed(texts):
+                    add = json.loads(text).get("add")
+                    if add and tag in (add.get("tags") or {}):
+                        return add["tags"][tag]
+            end = start - 1
+        return None
 
     def stored_property(self, name: str, empty: Any) -> Any:
         """A JSON table property as this ingest last read or wrote it (`empty` if none)."""

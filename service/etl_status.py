@@ -34,6 +34,7 @@ from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
+from zync.transactions import cut_table_name
 
 KAFKA_TIMEOUT_S = 5.0
 # The one definition of a pending record, which the `__pending` view and the zync_pending_age test read too.
@@ -115,6 +116,7 @@ class MirrorStatus:
     table: str
     note: str | None = None  # why there are no figures
     partitions: list[MirrorPartition] = field(default_factory=list)
+    cut: str | None = None  # with consistency: transaction, where its connector's cut stands
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,25 @@ def mirror_status(spark, target: Target, source: Path, mirror, table: str | None
                   .groupBy(F.col("kafka.partition")).count().collect()}
     partitions = [MirrorPartition(p, cursor.get(p), latest.get(p), not_folded.get(p, 0))
                   for p in sorted(set(latest) | set(cursor))]
-    return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions)
+    return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions,
+                        _cut_text(spark, target, mirror))
+
+
+def _cut_text(spark, target: Target, mirror) -> str | None:
+    """Where a `consistency: transaction` mirror's connector's cut stands, from its pool's cut table."""
+    if not (getattr(mirror, "transactions", None) and mirror.pool):
+        return None
+    table = _table_name(target, cut_table_name(mirror.pool))
+    rows = (spark.table(table).where(F.col("connector") == F.lit(mirror.transactions)).collect()
+            if spark.catalog.tableExists(table) else [])
+    if not rows or rows[0]["transaction"] is None:
+        return (f"its raw view stops at the cut of {mirror.transactions}: no whole transaction in the pool yet "
+                "(is the connector's provide.transaction.metadata on?)")
+    cut = rows[0]
+    age = _age(int(time.time() - cut["committed_at"].timestamp())) if cut["committed_at"] else "-"
+    expired = f"; {cut['expired']} transactions expired (never whole)" if cut["expired"] else ""
+    return (f"its raw view stops at the cut of {mirror.transactions}: after transaction {cut['transaction']}, "
+            f"committed at the source {age} ago{expired}")
 
 
 def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[TransformStatus | MirrorStatus]:
@@ -347,6 +367,8 @@ def _render_mirror(status: MirrorStatus) -> list[str]:
     lines += _table(["input", "partition", "folded cursor", "latest offset", "not folded"], rows)
     if status.note and status.partitions:
         lines.append(f"  {status.note}")
+    if status.cut:
+        lines.append(f"  {status.cut}")
     return lines + [""]
 
 

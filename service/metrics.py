@@ -160,6 +160,14 @@ class Metrics:
         self.vacuums = Counter("zync_table_vacuums", "VACUUMs of the table", table, registry=r)
         self.vacuumed = Counter("zync_table_files_vacuumed", "files VACUUM deleted from the table's folder", table,
                                 registry=r)
+        connector = ("connector",)
+        self.cut_committed = Gauge("zync_transaction_cut_committed_timestamp_seconds", "the source commit time of the "
+                                   "newest whole transaction the connector's raw views show (consistency: transaction)",
+                                   connector, registry=r)
+        self.cut_waiting = Gauge("zync_transaction_cut_waiting", "transactions whose END the pool holds that are "
+                                 "not behind the connector's cut yet", connector, registry=r)
+        self.cut_expired = Gauge("zync_transaction_cut_expired", "transactions given up on as never whole (counted "
+                                 "since the connector's first cut)", connector, registry=r)
         self.stage_failures = Counter("zync_stage_failures", "failures of a stage for one topic, model or table",
                                       ("stage", "of"), registry=r)
         self.cycles = Counter("zync_cycles", "cycles, with work or without", ("work",), registry=r)
@@ -219,6 +227,14 @@ class Metrics:
             for topic, count in waiting.items():
                 self.lag.labels(topic).set(count)
                 self._waits.looked(topic, count, now)
+
+    def cut(self, connector: str, committed_ms: int | None, waiting: int, expired: int) -> None:
+        """Where a connector's cut stands after its pool's ingest."""
+        with self._lock:
+            if committed_ms is not None:
+                self.cut_committed.labels(connector).set(committed_ms / 1000)
+            self.cut_waiting.labels(connector).set(waiting)
+            self.cut_expired.labels(connector).set(expired)
 
     def ingest_starting(self, tables: Iterable[str]) -> None:
         """The raw tables' versions before this cycle's ingest: its commits are those after."""

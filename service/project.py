@@ -26,6 +26,7 @@ from dbt.cli.main import dbtRunner
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCE_META
 from zync.pools import POOL_META
+from zync.transactions import TRANSACTIONS_OF_META
 
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
@@ -177,6 +178,18 @@ class DbtProject:
             chosen = self.select(select)
             found = [m for m in found if m.name in chosen]
         return sorted(found, key=lambda m: m.name)
+
+    def transaction_topics(self) -> dict[str, tuple[RawInput, str]]:
+        """Transaction topics whose connector's cut a raw pool keeps (`consistency: transaction`): each
+        topic's pooled input (its pool and raw view) and its connector's topic prefix."""
+        found = {}
+        for source in self.manifest.sources.values():
+            meta = source.meta or {}
+            if meta.get(TRANSACTIONS_OF_META) and meta.get(POOL_META):
+                view = f"{source.schema}.{source.identifier}"
+                found[meta["zync_topic"]] = (RawInput(meta["zync_topic"], f"{source.schema}.{meta[POOL_META]}",
+                                                      None, view), str(meta[TRANSACTIONS_OF_META]))
+        return found
 
     def select(self, spec: str) -> set[str]:
         """The names of the models dbt selects with `spec` (dbt's selection syntax)."""

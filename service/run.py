@@ -218,6 +218,7 @@ class Service:
         self.admin = kafka_client.admin(target)
         self.discovery = TopicDiscovery(target, self.project.root, self._topic_names)
         self.models: list[ZyncModel] = []
+        self.transaction_topics: dict[str, tuple[RawInput, str]] = {}  # (DbtProject.transaction_topics)
         self.ingests: dict[RawInput, Ingest] = {}
         self.pools: dict[str, PoolIngest] = {}  # raw pool (database.table) -> the ingest of all its topics
         self.egresses: dict[str, Egress] = {}
@@ -366,6 +367,7 @@ class Service:
         if [m.name for m in models] != [m.name for m in self.models]:
             self.status.note("models: " + ", ".join(f"{m.name} ({m.kind})" for m in models))
         self.models = models
+        self.transaction_topics = self.project.transaction_topics()
         self.metrics.models(models)
         for table in sorted({i.table for m in models for i in m.inputs} | {m.table for m in models}):
             self.metrics.table_seen(table)
@@ -477,17 +479,26 @@ class Service:
         if marks is None:
             return done
         members: dict[str, dict[str, str]] = {}
+        connectors: dict[str, dict[str, str]] = {}  # pool -> transaction topic -> its connector's topic prefix
         for raw in self.inputs():
             if raw.pool_view:
                 members.setdefault(raw.table, {})[raw.topic] = raw.pool_view
+        for topic, (raw, prefix) in self.transaction_topics.items():
+            if raw.table in members:  # the connector's mirrors are chosen (--select)
+                members[raw.table][topic] = raw.pool_view
+                connectors.setdefault(raw.table, {})[topic] = prefix
         for pool, views in sorted(members.items()):
             allowed = {t for t in views if self._try(f"ingest:{t}")}
             if self.stopping.is_set() or not allowed:
                 continue
             try:
                 job = self.pools.get(pool)
+                if job is not None and job.transactions != connectors.get(pool, {}):
+                    self._drop_pool(pool)  # a connector's consistency changed: its cut is kept from the start
+                    job = None
                 if job is None:
-                    job = self.pools[pool] = PoolIngest(self.target, pool, views, self.spark.newSession())
+                    job = self.pools[pool] = PoolIngest(self.target, pool, views, self.spark.newSession(),
+                                                        transactions=connectors.get(pool))
                 job.add_topics(views)
                 if not {tp for tp in job.waiting(marks) if tp[0] in allowed}:
                     continue
@@ -505,6 +516,8 @@ class Service:
                     continue
                 self._succeeded("ingest", topic)
                 self.metrics.ingested(topic, pool, result.records.get(topic, 0), 0)
+            for connector, cut in job.cuts.items():
+                self.metrics.cut(connector, cut.cut.committed_ms, cut.waiting_transactions, cut.cut.expired)
             behind = job.waiting(marks)
             for topic in views:
                 self.metrics.lags({topic: sum(n for (t, _), n in behind.items() if t == topic)})
@@ -863,7 +876,8 @@ class Service:
         return reports
 
     def _watermarks(self) -> kafka_client.Watermarks:
-        return kafka_client.watermarks(self.watcher, self.admin, {i.topic for i in self.inputs()})
+        topics = {i.topic for i in self.inputs()} | set(self.transaction_topics)
+        return kafka_client.watermarks(self.watcher, self.admin, topics)
 
     def _has_ingest(self, raw: RawInput) -> bool:
         """Whether an input's ingest is kept here yet (its raw pool's, for a pooled topic)."""

@@ -16,6 +16,7 @@ import yaml
 from zync.config import project_dir
 from zync.errors import ZyncError
 from zync.pools import POOL_META
+from zync.transactions import TRANSACTIONS_META, TRANSACTIONS_OF_META
 
 TOLERANCES = ("none", "all")  # Kafka Connect's errors.tolerance
 DEFAULT_TOLERANCE = "none"
@@ -32,16 +33,23 @@ def configured_tolerance(topic: str, root: Path | None = None) -> str | None:
 
 
 class PooledTopic(NamedTuple):
-    """Where the project keeps a pooled topic: its raw pool and its raw view (table names, no database)."""
+    """Where the project keeps a pooled topic: its raw pool and its raw view (table names, no database); for a
+    topic under `consistency: transaction`, its connector's transaction topic; for a transaction topic, its
+    connector's topic prefix."""
 
     pool: str
     view: str
+    transactions: str | None = None
+    transactions_of: str | None = None
 
 
 def configured_pool(topic: str, root: Path | None = None) -> PooledTopic | None:
     """The raw pool the project keeps `topic` in (a mirror entry's `pool:`), or None: a raw table of its own."""
     meta = _topic_meta(topic, root)
-    return PooledTopic(str(meta[POOL_META]), str(meta["name"])) if meta and meta.get(POOL_META) else None
+    if not meta or not meta.get(POOL_META):
+        return None
+    return PooledTopic(str(meta[POOL_META]), str(meta["name"]), meta.get(TRANSACTIONS_META),
+                       meta.get(TRANSACTIONS_OF_META))
 
 
 def _topic_meta(topic: str, root: Path | None) -> dict | None:

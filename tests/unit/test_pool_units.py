@@ -32,9 +32,16 @@ def test_the_raw_view_types_key_and_value_with_every_name_quoted():
                           T.StructField("m", T.MapType(T.StringType(), T.ArrayType(T.TimestampNTZType())))])
     assert ddl(value) == "STRUCT<`a ``b`: DECIMAL(12, 2), `m`: MAP<STRING, ARRAY<TIMESTAMP_NTZ>>>"
     sql = view_sql("db.raw_t", "db.raw_pool", "pg.public.t'1", T.StructType([T.StructField("id", T.LongType())]), value)
-    assert sql.startswith("CREATE OR REPLACE VIEW `db`.`raw_t` AS SELECT `kafka`, FROM_JSON(`key`, "
-                          "'STRUCT<`id`: BIGINT>') AS `key`, FROM_JSON(`value`, ")
-    assert sql.endswith("FROM `db`.`raw_pool` WHERE `kafka`.`topic` = 'pg.public.t\\'1'")
+    assert sql.startswith("CREATE OR REPLACE VIEW `db`.`raw_t` AS SELECT `pool`.`kafka` AS `kafka`, "
+                          "FROM_JSON(`pool`.`key`, 'STRUCT<`id`: BIGINT>') AS `key`, FROM_JSON(`pool`.`value`, ")
+    assert sql.endswith("FROM `db`.`raw_pool` AS `pool` WHERE `pool`.`kafka`.`topic` = 'pg.public.t\\'1'")
+    # At a connector's cut: each partition's rows up to its offset in the cut table's row, none without one.
+    at_cut = view_sql("db.raw_t", "db.raw_pool", "pg.public.t'1", T.StringType(), value,
+                      cut=("db.raw_pool__cut", "pg.transaction"))
+    assert ("FROM `db`.`raw_pool` AS `pool` INNER JOIN (SELECT `offsets`['pg.public.t\\'1'] AS `offsets` "
+            "FROM `db`.`raw_pool__cut` WHERE `connector` = 'pg.transaction') AS `zync_cut` ON "
+            "`pool`.`kafka`.`offset` <= COALESCE(ELEMENT_AT(`zync_cut`.`offsets`, `pool`.`kafka`.`partition`), -1) "
+            "WHERE `pool`.`kafka`.`topic` = 'pg.public.t\\'1'") in at_cut
 
 
 def _add(topic_low: str, topic_high: str, rows: int, data_change: bool = True) -> str:

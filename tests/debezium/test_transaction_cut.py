@@ -1,0 +1,186 @@
+"""A raw pool keeps a real Debezium connector's cut: the newest source transaction up to which every
+transaction has all of its changes in the pool, and each data topic's last offset at or before it.
+
+PostgreSQL -> Debezium's source (provide.transaction.metadata) -> Kafka -> the pool. A transaction
+over two tables read half (one table's topic not taken yet) leaves the cut where it was; read
+whole, the cut takes it; a restart in between resumes the cut from the pool and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ingest.pool import PoolIngest
+from ingest.table import RawTable
+from zync import kafka_client
+from zync.tables import raw_table_name
+from zync.transactions import CUT_TAG, Cut, transaction_key
+
+PREFIX = "txcut"
+ORDERS, LINES, TRANSACTIONS = f"{PREFIX}.public.orders", f"{PREFIX}.public.lines", f"{PREFIX}.transaction"
+POOL = "zync.raw_txcut_pool"
+
+
+def _pool(target, spark) -> PoolIngest:
+    views = {t: view(t) for t in (ORDERS, LINES, TRANSACTIONS)}
+    return PoolIngest(target, POOL, views, spark, transactions={TRANSACTIONS: PREFIX})
+
+
+def _run(job: PoolIngest, target, topics: set[str]) -> None:
+    watcher, admin = kafka_client.consumer(target, group="test-cut-watch"), kafka_client.admin(target)
+    try:
+        run = job.run(kafka_client.watermarks(watcher, admin, {ORDERS, LINES, TRANSACTIONS}), topics)
+    finally:
+        watcher.close()
+    assert not run.failed, run.failed
+
+
+def view(topic: str) -> str:
+    return f"zync.{raw_table_name(topic)}"
+
+
+def _offsets(spark, relation: str, topic: str) -> list[int]:
+    return [r[0] for r in spark.sql(f"select kafka.offset from {relation} where kafka.topic = '{topic}' "
+                                    "order by kafka.offset").collect()]
+
+
+def _stored_cut(spark) -> Cut:
+    """The cut the pool's newest commit carries (its file's tag)."""
+    version = spark.sql(f"describe history {POOL} limit 1").first()["version"]
+    return Cut.from_dict(json.loads(RawTable(spark, name=POOL).newest_tag(CUT_TAG, version))[TRANSACTIONS])
+
+
+def test_the_pool_keeps_a_cut_of_whole_transactions_through_a_restart(debezium, target, spark):
+    database = debezium.database("txcut")
+    debezium.psql("create table orders (id int primary key, total int);"
+                  "create table lines (id int primary key, order_id int, qty int);"
+                  "insert into orders values (1, 10); insert into lines values (1, 1, 10);", database)
+    debezium.source("txcut", database, ["public.orders", "public.lines"], PREFIX,
+                    **{"provide.transaction.metadata": "true"})
+    debezium.wait_records(ORDERS, 1)
+    debezium.wait_records(LINES, 1)
+    # One transaction over both tables (an order and two lines), then one over lines alone.
+    debezium.psql("begin; insert into orders values (2, 20); insert into lines values (2, 2, 5), (3, 2, 15); commit;"
+                  "begin; update lines set qty = 6 where id = 2; commit;", database)
+    debezium.wait_records(ORDERS, 2)
+    debezium.wait_records(LINES, 4)
+    debezium.wait_records(TRANSACTIONS, 4)  # BEGIN and END of each
+
+    # The orders and the transactions read, not the lines: the order of transaction 1 is held back.
+    job = _pool(target, spark)
+    try:
+        _run(job, target, {ORDERS, TRANSACTIONS})
+    finally:
+        job.close()
+    half = _stored_cut(spark)
+    assert half.end_offset == -1 and half.offsets == {(ORDERS, 0): 0}  # the snapshot's order, not the new one
+    # The raw view of orders stops at the cut: the pool holds the new order, the view does not show it yet.
+    assert _offsets(spark, POOL, ORDERS) == [0, 1] and _offsets(spark, view(ORDERS), ORDERS) == [0]
+
+    # A restart, then the lines too: both transactions are whole, every change behind the cut.
+    again = _pool(target, spark)
+    try:
+        _run(again, target, {ORDERS, LINES, TRANSACTIONS})
+        whole = _stored_cut(spark)
+        assert whole.end_offset == 3 and whole.offsets == {(ORDERS, 0): 1, (LINES, 0): 3}
+        assert _offsets(spark, view(ORDERS), ORDERS) == [0, 1] and _offsets(spark, view(LINES), LINES) == [0, 1, 2, 3]
+        (row,) = spark.table(f"{POOL}__cut").collect()
+        assert (row["connector"], row["end_offset"]) == (TRANSACTIONS, 3)
+        assert row["offsets"] == {ORDERS: {0: 1}, LINES: {0: 3}}
+        ends = spark.sql(f"select value.id, value.ts_ms from zync.{raw_table_name(TRANSACTIONS)} "
+                         "where value.status = 'END' order by kafka.offset").collect()
+        assert (whole.transaction, whole.committed_ms) == (transaction_key(ends[-1]["id"]), ends[-1]["ts_ms"])
+        assert whole.expired == 0
+
+        # The next transaction, read by the same run: the cut goes on from where it stood.
+        debezium.psql("begin; delete from lines where id = 3; update orders set total = 5 where id = 2; commit;",
+                      database)
+        debezium.wait_records(TRANSACTIONS, 6)
+        debezium.wait_records(ORDERS, 3)
+        debezium.wait_records(LINES, 5)
+        _run(again, target, {ORDERS, LINES, TRANSACTIONS})
+    finally:
+        again.close()
+    last = _stored_cut(spark)
+    assert last.end_offset == 5 and last.offsets[(ORDERS, 0)] == 2 and last.offsets[(LINES, 0)] >= 4
+
+
+RUN_PREFIX = "txrun"
+RUN_MIRRORS = r"""
+mirrors:
+  - topics: 'txrun\.public\..*'
+    name: 'txrun_{table}'
+    pool: raw_txrun
+    consistency: transaction
+"""
+
+
+def _state(spark) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """(order id -> total, order id -> its lines' quantities) as the two mirrors show them, read one after the other."""
+    orders = {r["id"]: r["total"] for r in spark.sql("select id, total from zync.txrun_orders").collect()}
+    lines: dict[int, list[int]] = {}
+    for r in spark.sql("select order_id, qty from zync.txrun_lines order by id").collect():
+        lines.setdefault(r["order_id"], []).append(r["qty"])
+    return orders, lines
+
+
+def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transaction(debezium, target, spark, tmp_path,
+                                                                                     monkeypatch):
+    from service import etl_status
+    from service.run import Service
+    from testkit.invoices import ROOT
+    from testkit.scratch import make_scratch_project
+    from tests.service.test_whole_database import cycles_until
+    from zync.progress import Progress
+
+    database = debezium.database("txrun")
+    debezium.psql("create table orders (id int primary key, total int);"
+                  "create table lines (id int primary key, order_id int, qty int);"
+                  "insert into orders values (1, 10); insert into lines values (1, 1, 10);", database)
+    debezium.source("txrun", database, ["public.orders", "public.lines"], RUN_PREFIX,
+                    **{"provide.transaction.metadata": "true"})
+    debezium.wait_records(f"{RUN_PREFIX}.public.lines", 1)
+    project = make_scratch_project(tmp_path / "txrun", {"db.yml": RUN_MIRRORS}, spark=spark,
+                                   topics=lambda: kafka_client.topic_names(target))
+    for shared in ("profiles", ".local", "jvm"):
+        (project.path / shared).symlink_to(ROOT / shared)
+    with Service(target, root=project.path, status=Progress.for_run(live=False)) as service:
+        service.discovery.every_s = 0
+        cycles_until(service, lambda: spark.catalog.tableExists("zync.txrun_lines")
+                     and _state(spark) == ({1: 10}, {1: [10]}), most=10)
+        # Transactions over both tables, each read at every cycle: an order shows with all its lines or not at all.
+        debezium.psql("begin; insert into orders values (2, 20); insert into lines values (2, 2, 5), (3, 2, 15); commit;"
+                      "begin; update orders set total = 21 where id = 2; insert into lines values (4, 2, 1); commit;"
+                      "begin; delete from lines where id = 1; delete from orders where id = 1; commit;",
+                      database)
+        seen = []
+        for _ in range(12):
+            service.cycle()
+            orders, lines = _state(spark)
+            seen.append((orders, lines))
+            assert (orders, lines) in [({1: 10}, {1: [10]}), ({1: 10, 2: 20}, {1: [10], 2: [5, 15]}),
+                                       ({1: 10, 2: 21}, {1: [10], 2: [5, 15, 1]}), ({2: 21}, {2: [5, 15, 1]})], seen
+            if orders == {2: 21}:
+                break
+        assert _state(spark) == ({2: 21}, {2: [5, 15, 1]})
+        connector = f"{RUN_PREFIX}.transaction"
+        assert service.metrics.cut_waiting.labels(connector)._value.get() == 0
+        committed_s = service.metrics.cut_committed.labels(connector)._value.get()
+    (row,) = spark.table("zync.raw_txrun__cut").collect()
+    assert row["connector"] == connector and row["expired"] == 0
+    assert round(row["committed_at"].timestamp(), 3) == round(committed_s, 3)
+    # `zync etl status` says where each mirror's connector's cut stands.
+    monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
+    statuses = {s.model: s for s in etl_status.collect(target, [project.path / "transforms" / "db.yml"])}
+    assert f"after transaction {row['transaction']}" in statuses["txrun_orders"].cut
+    assert "stops at the cut of txrun.transaction" in etl_status.render(list(statuses.values()))
+
+    # `zync from-kafka` of the connector's topics takes its transaction topic along and moves the cut too.
+    debezium.psql("begin; insert into orders values (3, 30); insert into lines values (5, 3, 3); commit;", database)
+    debezium.wait_records(connector, 8)
+    debezium.wait_records(f"{RUN_PREFIX}.public.lines", 7)
+    from cli import main as cli
+
+    assert cli.main(["from-kafka", "--topic", f"{RUN_PREFIX}.public.orders", "--topic", f"{RUN_PREFIX}.public.lines",
+                     "--exit-after", "0"]) == 0
+    assert _state(spark) == ({2: 21, 3: 30}, {2: [5, 15, 1], 3: [3]})

@@ -1,0 +1,113 @@
+"""A connector's cut, as pure logic: whole transactions only, in commit order, per partition by position;
+duplicates, tables not ingested, the snapshot, expiry and the cut's JSON."""
+
+from __future__ import annotations
+
+from ingest.transaction_cut import CutState
+from zync.transactions import END, SNAPSHOT, Boundary, Change, Cut, boundary_of, change_of, connector_prefix
+
+ORDERS, LINES, AUDIT = "pg.public.orders", "pg.public.lines", "pg.public.audit"
+
+
+def state(**options) -> CutState:
+    return CutState("pg", lambda topic: topic != AUDIT, **options)
+
+
+def end(offset: int, transaction: str, counts: dict[str, int], ts_ms: int = 1000) -> Boundary:
+    return Boundary(offset, END, transaction, ts_ms, counts)
+
+
+def test_a_transaction_is_behind_the_cut_only_once_each_of_its_tables_has_all_its_changes():
+    cut = state()
+    # Transaction 7: an order and two lines. Its order and one line are in, and its END.
+    cut.changes([Change(ORDERS, 0, 0, "7", 1), Change(LINES, 0, 0, "7", 1)])
+    cut.boundaries([Boundary(0, "BEGIN", "7"), end(1, "7", {"public.orders": 1, "public.lines": 2})], now=0)
+    assert cut.advance(now=1) == Cut()  # half of it: nothing shows
+    assert cut.waiting_transactions == 1 and cut.waiting_changes == 2
+    cut.changes([Change(LINES, 0, 1, "7", 2)])
+    after = cut.advance(now=2)
+    assert (after.end_offset, after.transaction, after.committed_ms) == (1, "7", 1000)
+    assert after.offsets == {(ORDERS, 0): 0, (LINES, 0): 1}
+    assert cut.waiting_transactions == 0 and cut.waiting_changes == 0
+
+
+def test_a_later_whole_transaction_waits_for_an_earlier_one_and_positions_hold_per_partition():
+    cut = state()
+    cut.changes([Change(ORDERS, 0, 0, "1", 1),                           # transaction 1: not whole yet
+                 Change(ORDERS, 0, 1, "2", 1), Change(LINES, 0, 0, "2", 1)])  # transaction 2: whole
+    cut.boundaries([end(1, "1", {"public.orders": 1, "public.lines": 1}),
+                    end(3, "2", {"public.orders": 1, "public.lines": 1})], now=0)
+    assert cut.advance(now=1) == Cut()
+    cut.changes([Change(LINES, 0, 1, "1", 1)])  # transaction 1's line: after 2's in its partition
+    after = cut.advance(now=2)
+    assert after.end_offset == 3 and after.offsets == {(ORDERS, 0): 1, (LINES, 0): 1}
+
+
+def test_a_change_sent_twice_counts_once_and_a_table_not_ingested_is_not_waited_for():
+    cut = state()
+    cut.changes([Change(ORDERS, 0, 0, "5", 1), Change(ORDERS, 0, 1, "5", 1)])  # Debezium sent it again
+    cut.boundaries([end(0, "5", {"public.orders": 2, "public.audit": 4})], now=0)
+    assert cut.advance(now=1).end_offset == -1  # two changes of orders counted, one distinct
+    cut.changes([Change(ORDERS, 0, 2, "5", 2)])
+    assert cut.advance(now=2).offsets == {(ORDERS, 0): 2}
+
+
+def test_the_snapshot_shows_whole_once_its_last_record_is_in():
+    cut = state()
+    cut.changes([Change(ORDERS, 0, 0, SNAPSHOT), Change(LINES, 0, 0, SNAPSHOT)])
+    assert cut.advance(now=0).offsets == {}
+    cut.changes([Change(LINES, 0, 1, SNAPSHOT, snapshot_last=True)])
+    assert cut.advance(now=1).offsets == {(ORDERS, 0): 0, (LINES, 0): 1}
+
+
+def test_a_transaction_never_whole_expires_after_the_bound_and_is_counted():
+    cut = state(expire_after_s=60)
+    cut.changes([Change(ORDERS, 0, 0, "9", 1), Change(ORDERS, 0, 1, "10", 1)])
+    cut.boundaries([end(0, "9", {"public.orders": 1, "public.lines": 1}), end(1, "10", {"public.orders": 1})], now=0)
+    assert cut.advance(now=59).end_offset == -1
+    after = cut.advance(now=60)
+    assert (after.end_offset, after.expired, after.offsets) == (1, 1, {(ORDERS, 0): 1})
+    cut.changes([Change(LINES, 0, 0, "9", 1)])  # its lost line, late: it shows, the cut does not wait for it
+    assert cut.advance(now=61).offsets == {(ORDERS, 0): 1, (LINES, 0): 0}
+
+
+def test_a_resumed_cut_skips_what_is_behind_it_and_round_trips_as_json():
+    before = Cut(4, "3", 1234, {(ORDERS, 0): 6, (LINES, 1): -1}, expired=2)
+    assert Cut.from_json(before.to_json()) == before
+    cut = state(cut=before)
+    cut.changes([Change(ORDERS, 0, 6, "3", 1), Change(ORDERS, 0, 7, "4", 1)])
+    cut.boundaries([end(4, "3", {"public.orders": 1}), end(5, "4", {"public.orders": 1})], now=0)
+    after = cut.advance(now=0)
+    assert (after.end_offset, after.offsets[(ORDERS, 0)], after.expired) == (5, 7, 2)
+
+
+def test_debezium_values_become_changes_and_boundaries():
+    assert connector_prefix("pg.public.orders") == "pg" and connector_prefix("prod.pg.public.orders") == "prod.pg"
+    # PostgreSQL's ids are <xid>:<lsn of the event>: a transaction's changes, BEGIN and END share the xid only.
+    streamed = {"op": "u", "source": {"snapshot": "false"},
+                "transaction": {"id": "571:53195832", "total_order": 2, "data_collection_order": 1}}
+    assert change_of(ORDERS, 0, 9, streamed) == Change(ORDERS, 0, 9, "571", 1)
+    gtid = {**streamed, "transaction": {"id": "3E11FA47-71CA-11E1-9E33-C80AA9429562:23", "data_collection_order": 1}}
+    assert change_of(ORDERS, 0, 9, gtid).transaction == "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"  # MySQL's GTID
+    assert change_of(ORDERS, 0, 1, {"op": "r", "source": {"snapshot": "last"}, "transaction": None}) \
+        == Change(ORDERS, 0, 1, SNAPSHOT, snapshot_last=True)
+    assert change_of(ORDERS, 0, 2, None) == Change(ORDERS, 0, 2, None)
+    event = {"status": "END", "id": "571:53196000", "event_count": 3, "ts_ms": 77,
+             "data_collections": [{"data_collection": "public.orders", "event_count": 1},
+                                  {"data_collection": "public.lines", "event_count": 2}]}
+    assert boundary_of(4, event) == end(4, "571", {"public.orders": 1, "public.lines": 2}, ts_ms=77)
+    assert boundary_of(3, {"status": "BEGIN", "id": "571:53195832"}).status == "BEGIN"
+    assert boundary_of(5, None) is None
+
+
+def test_a_transaction_of_100000_changes_spread_over_batches_shows_at_once():
+    cut = state()
+    for batch in range(10):  # ten batches of 10,000 changes, then its END
+        first = batch * 10_000
+        cut.changes(Change(LINES, 0, offset, "big", offset + 1) for offset in range(first, first + 10_000))
+        assert cut.advance(now=batch).offsets == {}
+    cut.changes([Change(ORDERS, 0, 0, "big", 1)])
+    cut.boundaries([end(1, "big", {"public.lines": 100_000, "public.orders": 1})], now=10)
+    after = cut.advance(now=11)
+    assert after.end_offset == 1 and after.offsets == {(LINES, 0): 99_999, (ORDERS, 0): 0}
+    assert cut.waiting_changes == 0

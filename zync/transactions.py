@@ -1,0 +1,145 @@
+"""Debezium's transaction metadata and a connector's consistent cut: the contract's one home.
+
+With `provide.transaction.metadata=true` a Debezium source connector tags every change with
+`transaction {id, total_order, data_collection_order}` and writes a BEGIN and an END event per
+source transaction to its transaction topic (`<topic.prefix>.transaction` unless renamed), in
+commit order; an END gives the transaction's event count per data collection (`schema.table`),
+whose topic is `<topic.prefix>.<data collection>`.
+
+A cut is the newest END such that every transaction up to it has all of its events (restricted to
+the topics the project ingests) in the raw pool, and, per data topic and partition, the last offset
+at or before it. Readers that stop every topic at the same cut never see half of a transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+TRANSACTION_TOPIC_SUFFIX = ".transaction"  # Debezium's default transaction topic: <topic.prefix>.transaction
+BEGIN, END = "BEGIN", "END"
+# Debezium's source.snapshot values of a change read by the initial snapshot (not a transaction of its own).
+SNAPSHOT_VALUES = frozenset({"true", "first", "first_in_data_collection", "last_in_data_collection", "last"})
+SNAPSHOT_LAST = "last"
+# The cut's pseudo-transaction of the initial snapshot: its changes carry no transaction, and are whole
+# once the snapshot's last record is in (or a streamed change is, which comes after it).
+SNAPSHOT = "\x00snapshot"
+DEFAULT_EXPIRE_AFTER_S = 600.0  # a transaction never whole is given up on this long after its END was read
+CUT_TAG = "zync.pool.cut"  # a raw pool file's tag: {transaction topic: the cut after its commit (Cut.to_json)}
+
+
+# The raw sources' meta (models/raw/__sources.yml): a data topic's connector's transaction topic, and on the
+# transaction topic's own source, its connector's topic prefix.
+TRANSACTIONS_META = "zync_transactions"
+TRANSACTIONS_OF_META = "zync_transactions_of"
+# A raw pool's cut table, <pool>__cut: one row per connector, replaced as its cut moves (its versions are the
+# cut's history). Pooled raw views of the connector's topics show their rows up to it (ingest/pool_view.py).
+CUT_TABLE_SUFFIX = "__cut"
+CUT_COLUMNS = (("connector", "string"), ("transaction", "string"), ("committed_at", "timestamp"),
+               ("end_offset", "bigint"), ("expired", "bigint"), ("cut_at", "timestamp"),
+               ("offsets", "map<string,map<int,bigint>>"))
+
+
+def cut_table_name(pool: str) -> str:
+    return pool + CUT_TABLE_SUFFIX
+
+
+# Debezium's PostgreSQL connector names a transaction `<xid>:<lsn>` with the LSN of the event at hand, so the
+# changes, BEGIN and END of one transaction differ in it (Debezium 3.0): they share the xid. Other connectors'
+# ids (MySQL's GTID `<uuid>:<n>`, SQL Server's and Db2's three hex parts) are the transaction's as they are.
+_POSTGRES_ID = re.compile(r"(\d+):\d+")
+
+
+def transaction_key(transaction_id: str) -> str:
+    """What names one source transaction in the ids Debezium gives its changes and its BEGIN and END."""
+    postgres = _POSTGRES_ID.fullmatch(transaction_id)
+    return postgres.group(1) if postgres else transaction_id
+
+
+def connector_prefix(topic: str) -> str:
+    """The topic prefix of a Debezium data topic (`<prefix>.<schema>.<table>`): pg.public.orders -> pg."""
+    parts = topic.rsplit(".", 2)
+    return parts[0] if len(parts) == 3 else topic
+
+
+def transaction_topic(prefix: str) -> str:
+    return prefix + TRANSACTION_TOPIC_SUFFIX
+
+
+@dataclass(frozen=True)
+class Change:
+    """What the cut needs of one data change: where it is and its transaction (None: none, SNAPSHOT)."""
+
+    topic: str
+    partition: int
+    offset: int
+    transaction: str | None
+    collection_order: int | None = None  # its position within its transaction's changes to this table
+    snapshot_last: bool = False  # the initial snapshot's last record
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A BEGIN or END event of the transaction topic."""
+
+    offset: int
+    status: str
+    transaction: str
+    ts_ms: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # END: events per data collection (schema.table)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A connector's cut: the last whole transaction's END (offset -1: none yet) and every data topic's
+    partition's last offset at or before it (-1: none)."""
+
+    end_offset: int = -1
+    transaction: str | None = None
+    committed_ms: int | None = None  # the END's ts_ms: the source's commit time of the last whole transaction
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    expired: int = 0  # transactions given up on (never whole within the bound), counted since the first cut
+
+    def to_dict(self) -> dict:
+        return {"end_offset": self.end_offset, "transaction": self.transaction, "committed_ms": self.committed_ms,
+                "expired": self.expired,
+                "offsets": {t: {str(p): o for (tt, p), o in sorted(self.offsets.items()) if tt == t}
+                            for t in sorted({t for t, _ in self.offsets})}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Cut:
+        return cls(int(data["end_offset"]), data.get("transaction"), data.get("committed_ms"),
+                   {(t, int(p)): int(o) for t, parts in data.get("offsets", {}).items() for p, o in parts.items()},
+                   int(data.get("expired", 0)))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Cut:
+        return cls.from_dict(json.loads(text))
+
+
+def change_of(topic: str, partition: int, offset: int, value: dict | None) -> Change:
+    """A data change's place in its source transaction, from its decoded Debezium value (None: a tombstone)."""
+    if value is None:
+        return Change(topic, partition, offset, None)
+    transaction = value.get("transaction")
+    if transaction:
+        order = transaction.get("data_collection_order")
+        return Change(topic, partition, offset, transaction_key(str(transaction["id"])),
+                      None if order is None else int(order))
+    snapshot = str((value.get("source") or {}).get("snapshot") or "false").lower()
+    if snapshot in SNAPSHOT_VALUES:
+        return Change(topic, partition, offset, SNAPSHOT, snapshot_last=snapshot == SNAPSHOT_LAST)
+    return Change(topic, partition, offset, None)
+
+
+def boundary_of(offset: int, value: dict | None) -> Boundary | None:
+    """A transaction topic's event as a Boundary (None: a tombstone, or not a BEGIN/END)."""
+    if not value or value.get("status") not in (BEGIN, END):
+        return None
+    counts = {str(c["data_collection"]): int(c["event_count"]) for c in value.get("data_collections") or []}
+    ts = value.get("ts_ms")
+    return Boundary(offset, value["status"], transaction_key(str(value["id"])), None if ts is None else int(ts), counts)
