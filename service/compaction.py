@@ -52,6 +52,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ingest.pool_compaction import compact_pool as rewrite
 from zync.delta_metadata import history, live_file_sizes
 from zync.spark import session_conf
 
@@ -99,6 +100,8 @@ class Compaction:
     files_added: int
     bytes_removed: int
     seconds: float
+    version: int | None = None  # its commit, where known (a compaction in Python knows it)
+    how: str = "optimize"  # or "python" (ingest/pool_compaction.py)
 
 
 def tier_bound(sizes: Iterable[int]) -> int:
@@ -176,3 +179,14 @@ def compact(spark, table: str, location: str, parquet_settings: dict[str, str] |
     removed = metrics["filesRemoved"]
     return Compaction(table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]),
                       int(removed["totalSize"]) if removed else 0, time.monotonic() - started)
+
+
+def compact_pool(spark, table: str, location: str, parquet_settings: dict[str, str] | None = None) -> Compaction:
+    """Compact the raw pool `table` in Python (ingest/pool_compaction.py) within the bounds above, or by
+    OPTIMIZE (compact) where Python cannot rewrite its files exactly."""
+    started = time.monotonic()
+    done = rewrite(spark, location, tier_bound, MAX_FILE_BYTES)
+    if done is None:
+        return compact(spark, table, location, parquet_settings)
+    removed, added, removed_bytes, version = done
+    return Compaction(table, removed, added, removed_bytes, time.monotonic() - started, version, "python")

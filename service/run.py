@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,8 +62,8 @@ from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
 from ingest.pool import PoolIngest
 from ingest.table import PARQUET_SETTINGS
-from service.compaction import (COMPACT_AFTER_COMMITS, compact, compaction_due_after, compaction_state,
-                                compactions_per_cycle)
+from service.compaction import (COMPACT_AFTER_COMMITS, Compaction, compact, compact_pool, compaction_due_after,
+                                compaction_state, compactions_per_cycle)
 from service.discovery import TopicDiscovery
 from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
@@ -87,6 +88,10 @@ from zync.spark import spark_session
 from zync.spark_internals import driver_process
 
 DEFAULT_INTERVAL_S = 1.0
+# How a raw pool is compacted: "python,beside" (ingest/pool_compaction.py, on a thread of its own beside
+# the cycle) unless this setting names "optimize" (Delta's OPTIMIZE) or "cycle" (as a stage of the
+# cycle, as every other table): what benchmarks compare against.
+POOL_COMPACTION_ENV = "ZYNC_POOL_COMPACTION"
 # The session settings models leave for their materializations (macros/admin/zync_note_key.sql).
 NOTE_PREFIX = "zync.note."
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
@@ -235,6 +240,13 @@ class Service:
         # Per table: commits since its last compaction, and the version they were counted up to.
         self.compact_after = compact_after
         self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
+        # A raw pool's compaction under way beside the cycle: (the version it was due at, its future).
+        self.compacting: dict[str, tuple[TableVersion, Future]] = {}
+        how = {part.strip() for part in os.environ.get(POOL_COMPACTION_ENV, "").split(",")}
+        self.pool_compactor = compact if "optimize" in how else compact_pool
+        self.pools_beside = "cycle" not in how
+        self._beside: ThreadPoolExecutor | None = None
+        self._beside_spark = None
         self.backoff: dict[str, Backoff] = {}
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
@@ -755,10 +767,15 @@ class Service:
             return None
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
+        pools = {i.table for i in self.inputs() if i.pool_view}
         candidates = sorted(raw_tables | {m.table for m in self.models})
         due: list[tuple[int, str, TableVersion]] = []
+        for table, done in self._compacted_beside():
+            removed += done.files_removed
+            tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added,
+                             "bytes_removed": done.bytes_removed, "beside": round(done.seconds, 2)}
         for table in candidates:
-            if self.stopping.is_set() or not self._try(f"compact:{table}"):
+            if table in self.compacting or self.stopping.is_set() or not self._try(f"compact:{table}"):
                 continue
             version = self.versions.version(table)
             if version is None:
@@ -773,14 +790,18 @@ class Service:
                 commits = counted[1] + version.version - counted[0].version
             self.uncompacted[table] = (version, commits)
             if commits >= compaction_due_after(table, self.compact_after):
-                due.append((commits, table, version))
+                if table in pools and self.pools_beside:
+                    self._compact_beside(table, version)
+                else:
+                    due.append((commits, table, version))
         due.sort(key=lambda d: (-d[0], d[1]))
         for _, table, version in due[:compactions_per_cycle(len(candidates), self.compact_after)]:
             if self.stopping.is_set():
                 break
             try:
-                done = compact(self.spark, table, self.versions.location(table),
-                               PARQUET_SETTINGS if table in raw_tables else None)
+                compactor = self.pool_compactor if table in pools else compact
+                done = compactor(self.spark, table, self.versions.location(table),
+                                 PARQUET_SETTINGS if table in raw_tables else None)
             except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
                 self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
                 continue
@@ -803,6 +824,48 @@ class Service:
         if not tables:
             return None
         return StageReport("compact", time.monotonic() - started, removed, {"tables": tables})
+
+    def _compact_beside(self, table: str, version: TableVersion) -> None:
+        """Start a raw pool's compaction on the compaction thread, beside the cycle.
+
+        A pool's ingest commits every cycle and each mirror's freshness waits for it: a compaction in
+        the cycle held that commit back by its seconds. Beside it, the two only meet at Delta's
+        conflict check: the compaction's commit changes no row, and an ingest that meets it commits
+        again (ingest/table.py _commit_past_rewrites); the compaction's own commit fails only if
+        another compaction removed one of its files, or the pool's metadata changed meanwhile.
+        """
+        if self._beside is None:
+            self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compact")
+            self._beside_spark = self.spark.newSession()
+        location = self.versions.location(table)
+        self.compacting[table] = (version, self._beside.submit(
+            self.pool_compactor, self._beside_spark, table, location, PARQUET_SETTINGS))
+
+    def _compacted_beside(self) -> list[tuple[str, Compaction]]:
+        """The pools' compactions beside the cycle that ended since the last look: each counted as the
+        cycle's own are (its failure backs off and is reported the same)."""
+        finished = []
+        for table, (version, future) in list(self.compacting.items()):
+            if not future.done():
+                continue
+            del self.compacting[table]
+            try:
+                done = future.result()
+            except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
+                self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
+                continue
+            self._succeeded("compact", table)
+            current = self.versions.version(table) or version
+            after = TableVersion(version.table_id, done.version) if done.version is not None else current
+            commits = current.version - after.version if current.table_id == after.table_id else 0
+            self.uncompacted[table] = (current, max(commits, 0))
+            if done.files_removed and done.version is not None:
+                self._passed_over(table, TableVersion(version.table_id, done.version - 1), after)
+            self.metrics.compacted_table(table, done.files_removed, after)
+            if done.files_removed:
+                self.vacuums.compacted(table, time.time())
+            finished.append((table, done))
+        return finished
 
     def vacuum(self) -> dict[str, int]:
         """VACUUM the tables whose compacted files are older than --vacuum-retention (service/vacuum.py)."""
@@ -920,6 +983,8 @@ class Service:
             self._drop_ingest(raw)
         for pool in list(self.pools):
             self._drop_pool(pool)
+        if self._beside is not None:  # a compaction under way ends with its commit, or leaves a file unnamed
+            self._beside.shutdown(wait=True)
         if self.http is not None:
             self.http.shutdown()
             self.http.server_close()
