@@ -68,6 +68,7 @@ _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsCo
 # show (50 commits past one read no slower than 10).
 RAW_CHECKPOINT_INTERVAL = 100
 _CHECKPOINT_DEFAULT = "spark.databricks.delta.properties.defaults.checkpointInterval"
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 # How the raw table's Parquet files are encoded, set for its writes only (session settings: Delta
 # passes a writer's own options to Parquet for the codec alone). Dictionary encoding of the many
 # columns of a Debezium record was about half of Parquet's share of a batch; zstd then makes the
@@ -389,7 +390,8 @@ class RawTable:
 
         self._append(where, creating, commit)
 
-    def create(self, key_type: T.DataType, value_type: T.DataType, where: str) -> bool:
+    def create(self, key_type: T.DataType, value_type: T.DataType, where: str,
+               checkpoint_interval: int = RAW_CHECKPOINT_INTERVAL) -> bool:
         """Create the table by name with no rows, as the first append would (columns, properties), for a
         first batch written in Python: Delta's first commit, then the catalog entry, no Spark job. False
         (nothing done, `declined` says why) for a table given by location, which the first append
@@ -424,7 +426,7 @@ class RawTable:
             self.declined = "the table's folder holds files of a failed write"
             return False
         configuration = {data_file.STATS_COLUMNS_PROPERTY: _stats_columns(schema),
-                         "delta.checkpointInterval": str(RAW_CHECKPOINT_INTERVAL)}
+                         CHECKPOINT_INTERVAL_PROPERTY: str(checkpoint_interval)}
         try:
             create_empty(self.spark, location, schema.json(), configuration,
                          user_metadata=f"{TXN_APP_ID} run {self.run_id} create")

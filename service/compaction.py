@@ -47,14 +47,18 @@ writes nothing; either way the rows it read were the same rows.
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ingest.pool_compaction import compact_pool as rewrite
+from zync import storage
 from zync.delta_metadata import history, live_file_sizes
+from zync.errors import ZyncError
 from zync.spark import session_conf
+from zync.spark_internals import delta_log
 
 COMPACT_AFTER_COMMITS = 50  # commits since a table's last OPTIMIZE before `zync run` compacts it
 MIN_FILE_BYTES = 16 * 1024 * 1024  # files at least this large are never rewritten
@@ -190,3 +194,19 @@ def compact_pool(spark, table: str, location: str, parquet_settings: dict[str, s
         return compact(spark, table, location, parquet_settings)
     removed, added, removed_bytes, version = done
     return Compaction(table, removed, added, removed_bytes, time.monotonic() - started, version, "python")
+
+
+def last_checkpoint(location: str) -> int:
+    """The version of the table's last checkpoint, as its _last_checkpoint file says (-1: none, or not
+    readable): a file read, no JVM call."""
+    try:
+        text = storage.location(location).child("_delta_log", "_last_checkpoint").read_text()
+        return int(json.loads(text)["version"])
+    except (OSError, ValueError, KeyError, TypeError, ZyncError):
+        return -1
+
+
+def checkpoint(spark, location: str) -> None:
+    """Write a checkpoint of the table's newest version (Delta's own, as a commit at a checkpoint
+    interval writes it)."""
+    delta_log(spark, location).checkpoint()

@@ -60,10 +60,10 @@ from pathlib import Path
 
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
-from ingest.pool import PoolIngest
-from ingest.table import PARQUET_SETTINGS
-from service.compaction import (COMPACT_AFTER_COMMITS, Compaction, compact, compact_pool, compaction_due_after,
-                                compaction_state, compactions_per_cycle)
+from ingest.pool import BESIDE_CHECKPOINT_INTERVAL, PoolIngest
+from ingest.table import PARQUET_SETTINGS, RAW_CHECKPOINT_INTERVAL
+from service.compaction import (COMPACT_AFTER_COMMITS, Compaction, checkpoint, compact, compact_pool,
+                                compaction_due_after, compaction_state, compactions_per_cycle, last_checkpoint)
 from service.discovery import TopicDiscovery
 from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
@@ -88,9 +88,10 @@ from zync.spark import spark_session
 from zync.spark_internals import driver_process
 
 DEFAULT_INTERVAL_S = 1.0
-# How a raw pool is compacted: "python,beside" (ingest/pool_compaction.py, on a thread of its own beside
-# the cycle) unless this setting names "optimize" (Delta's OPTIMIZE) or "cycle" (as a stage of the
-# cycle, as every other table): what benchmarks compare against.
+# How a raw pool is compacted and checkpointed: in Python (ingest/pool_compaction.py) and checkpointed, on a
+# thread of its own beside the cycle, unless this setting names "optimize" (Delta's OPTIMIZE), "cycle"
+# (compacted as a stage of the cycle, checkpointed by Delta in the commit that reaches its interval, as
+# every other table) or "commit-checkpoints" (that alone): what benchmarks compare against.
 POOL_COMPACTION_ENV = "ZYNC_POOL_COMPACTION"
 # The session settings models leave for their materializations (macros/admin/zync_note_key.sql).
 NOTE_PREFIX = "zync.note."
@@ -245,6 +246,7 @@ class Service:
         how = {part.strip() for part in os.environ.get(POOL_COMPACTION_ENV, "").split(",")}
         self.pool_compactor = compact if "optimize" in how else compact_pool
         self.pools_beside = "cycle" not in how
+        self.checkpoints_beside = self.pools_beside and "commit-checkpoints" not in how and compact_after > 0
         self._beside: ThreadPoolExecutor | None = None
         self._beside_spark = None
         self.backoff: dict[str, Backoff] = {}
@@ -499,7 +501,9 @@ class Service:
             try:
                 job = self.pools.get(pool)
                 if job is None:
-                    job = self.pools[pool] = PoolIngest(self.target, pool, views, self.spark.newSession())
+                    job = self.pools[pool] = PoolIngest(
+                        self.target, pool, views, self.spark.newSession(),
+                        BESIDE_CHECKPOINT_INTERVAL if self.checkpoints_beside else RAW_CHECKPOINT_INTERVAL)
                 job.add_topics(views)
                 if not {tp for tp in job.waiting(marks) if tp[0] in allowed}:
                     continue
@@ -770,10 +774,13 @@ class Service:
         pools = {i.table for i in self.inputs() if i.pool_view}
         candidates = sorted(raw_tables | {m.table for m in self.models})
         due: list[tuple[int, str, TableVersion]] = []
-        for table, done in self._compacted_beside():
-            removed += done.files_removed
-            tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added,
-                             "bytes_removed": done.bytes_removed, "beside": round(done.seconds, 2)}
+        for table, done, checkpointed in self._compacted_beside():
+            if done is not None:
+                removed += done.files_removed
+                tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added,
+                                 "bytes_removed": done.bytes_removed, "beside_s": round(done.seconds, 2)}
+            if checkpointed is not None:
+                tables.setdefault(table, {})["checkpoint_s"] = round(checkpointed, 2)
         for table in candidates:
             if table in self.compacting or self.stopping.is_set() or not self._try(f"compact:{table}"):
                 continue
@@ -789,11 +796,14 @@ class Service:
             else:
                 commits = counted[1] + version.version - counted[0].version
             self.uncompacted[table] = (version, commits)
-            if commits >= compaction_due_after(table, self.compact_after):
-                if table in pools and self.pools_beside:
-                    self._compact_beside(table, version)
-                else:
-                    due.append((commits, table, version))
+            compact_due = commits >= compaction_due_after(table, self.compact_after)
+            if table in pools and self.pools_beside:
+                checkpoint_due = self.checkpoints_beside and \
+                    version.version - last_checkpoint(self.versions.location(table)) >= RAW_CHECKPOINT_INTERVAL
+                if compact_due or checkpoint_due:
+                    self._compact_beside(table, version, compact_due, checkpoint_due)
+            elif compact_due:
+                due.append((commits, table, version))
         due.sort(key=lambda d: (-d[0], d[1]))
         for _, table, version in due[:compactions_per_cycle(len(candidates), self.compact_after)]:
             if self.stopping.is_set():
@@ -825,23 +835,32 @@ class Service:
             return None
         return StageReport("compact", time.monotonic() - started, removed, {"tables": tables})
 
-    def _compact_beside(self, table: str, version: TableVersion) -> None:
-        """Start a raw pool's compaction on the compaction thread, beside the cycle.
+    def _compact_beside(self, table: str, version: TableVersion, compact_due: bool, checkpoint_due: bool) -> None:
+        """Start a raw pool's compaction, its checkpoint or both on the compaction thread, beside the cycle.
 
         A pool's ingest commits every cycle and each mirror's freshness waits for it: a compaction in
         the cycle held that commit back by its seconds. Beside it, the two only meet at Delta's
         conflict check: the compaction's commit changes no row, and an ingest that meets it commits
         again (ingest/table.py _commit_past_rewrites); the compaction's own commit fails only if
         another compaction removed one of its files, or the pool's metadata changed meanwhile.
+        A checkpoint, which Delta would write in the commit that reaches the pool's interval (~1 s for
+        a pool), is written here as well: the pool's own interval is set far apart (ingest/pool.py).
         """
         if self._beside is None:
             self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compact")
             self._beside_spark = self.spark.newSession()
         location = self.versions.location(table)
-        self.compacting[table] = (version, self._beside.submit(
-            self.pool_compactor, self._beside_spark, table, location, PARQUET_SETTINGS))
 
-    def _compacted_beside(self) -> list[tuple[str, Compaction]]:
+        def upkeep() -> tuple[Compaction | None, float | None]:
+            done = self.pool_compactor(self._beside_spark, table, location, PARQUET_SETTINGS) if compact_due else None
+            started = time.monotonic()
+            if checkpoint_due:
+                checkpoint(self._beside_spark, location)
+            return done, (time.monotonic() - started) if checkpoint_due else None
+
+        self.compacting[table] = (version, self._beside.submit(upkeep))
+
+    def _compacted_beside(self) -> list[tuple[str, Compaction | None, float | None]]:
         """The pools' compactions beside the cycle that ended since the last look: each counted as the
         cycle's own are (its failure backs off and is reported the same)."""
         finished = []
@@ -850,11 +869,14 @@ class Service:
                 continue
             del self.compacting[table]
             try:
-                done = future.result()
+                done, checkpointed = future.result()
             except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
                 self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
                 continue
             self._succeeded("compact", table)
+            if done is None:
+                finished.append((table, None, checkpointed))
+                continue
             current = self.versions.version(table) or version
             after = TableVersion(version.table_id, done.version) if done.version is not None else current
             commits = current.version - after.version if current.table_id == after.table_id else 0
@@ -864,7 +886,7 @@ class Service:
             self.metrics.compacted_table(table, done.files_removed, after)
             if done.files_removed:
                 self.vacuums.compacted(table, time.time())
-            finished.append((table, done))
+            finished.append((table, done, checkpointed))
         return finished
 
     def vacuum(self) -> dict[str, int]:
