@@ -15,7 +15,8 @@ look at the broker's topics every few seconds when a mirror entry names
    commits since its last compaction gets its small files compacted
    (service/compaction.py: Delta's OPTIMIZE, no row changed), and the tables whose
    compactions' removed files are older than --vacuum-retention are vacuumed
-   (service/vacuum.py).
+   (service/vacuum.py). A raw pool is compacted (in Python) and checkpointed
+   on a thread beside the cycle, which takes in what it did (_compact_beside).
 Each stage tells service/metrics.py what it did (Prometheus' /metrics, with
 /healthz beside it: service/http_server.py, service/health.py; systemd's
 watchdog: service/watchdog.py), from what it computed anyway.
