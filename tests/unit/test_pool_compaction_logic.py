@@ -1,4 +1,5 @@
-"""The pure parts of a raw pool's compaction in Python: which files it takes, the merged tag, the rows' order."""
+"""The pure parts of a raw pool's upkeep: which files a compaction in Python takes, the merged tag, the rows'
+order, where the last checkpoint is."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pyarrow as pa
 
 from ingest.delta_append import LiveFile
 from ingest.pool_compaction import choose, merge_topic_tags, ordered, row_topics
+from service.compaction import last_checkpoint
 from zync.pools import TOPICS_TAG, topics_tag
 
 
@@ -48,3 +50,13 @@ def test_rows_are_ordered_by_topic_partition_offset_and_counted_per_topic_partit
     assert got == sorted(keys)
     assert rows.column("value").to_pylist() == [f"{k}" for k in sorted(keys)]
     assert row_topics(rows) == {"a": {0: (2, 9), 1: (1, 3)}, "b": {0: (2, 5)}}
+
+
+def test_the_last_checkpoint_is_read_from_its_file_and_none_is_minus_one(tmp_path):
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    assert last_checkpoint(tmp_path.as_uri()) == -1
+    (log / "_last_checkpoint").write_text('{"version":200,"size":7,"sizeInBytes":1234}')
+    assert last_checkpoint(tmp_path.as_uri()) == 200
+    (log / "_last_checkpoint").write_text('{"vers')  # being written
+    assert last_checkpoint(tmp_path.as_uri()) == -1
