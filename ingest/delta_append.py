@@ -129,8 +129,11 @@ class LiveFile:
     has_deletion_vector: bool
 
 
-def rewrite_files(spark: SparkSession, location: str,
-                  rewrite: Callable[[TableMetadata, list[LiveFile]], tuple[list[dict], list[dict]] | None]) -> int | None:
+# What a rewrite's caller gives: from the metadata and files read, (remove actions, add actions) or None.
+Rewrite = Callable[[TableMetadata, list[LiveFile]], tuple[list[dict], list[dict]] | None]
+
+
+def rewrite_files(spark: SparkSession, location: str, rewrite: Rewrite) -> int | None:
     """Replace data files of the Delta table at `location` by others holding the same rows, as one commit
     of Delta's OPTIMIZE operation; its version, or None if `rewrite` gave nothing to commit.
 

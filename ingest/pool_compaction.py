@@ -137,7 +137,7 @@ def compact_pool(spark, location: str, bound_of: Callable[[list[int]], int], mos
         rows = ordered(pa.concat_tables([_read(folder, f, arrow_schema) for f in taken]))
         counts = row_topics(rows)
         tags = [f.tags.get(TOPICS_TAG) for f in taken]
-        if all(tags) and _tag_of(merge_topic_tags(json.loads(t) for t in tags)) != _tag_of(counts):
+        if all(tags) and merge_topic_tags(json.loads(t) for t in tags) != _tag_of(counts):
             raise NotRewritable("the files' rows are not what their tags say")
         add = data_file.write(rows, table_dir, schema, data_file.stats_columns(metadata.configuration),
                               spark.version)
