@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ingest.pool as pool_module
-import ingest.pool_compaction as pool_compaction
+from ingest import data_file
 from ingest.pool import PoolIngest
 from ingest.pool_compaction import merge_topic_tags
 from service.compaction import compact_pool
@@ -24,6 +24,10 @@ from zync.errors import ZyncError
 from zync.pools import TOPICS_TAG
 from zync.spark_internals import delta_log, python_frame
 from zync.tables import raw_table_name
+
+
+class Killed(BaseException):
+    """The process ending where it stands (no `except Exception` catches it)."""
 
 
 def _pool(target, spark, topics: list[str], name: str) -> PoolIngest:
@@ -173,11 +177,14 @@ def test_a_compaction_cut_short_before_its_commit_leaves_the_pool_as_it_was(prod
     version, before = _version(spark, location), _rows(spark, table)
     folder = storage.location(location).local_path
 
-    def killed(_counts):  # after the new file is written, before the commit: what a kill -9 there leaves
-        raise KeyboardInterrupt
+    write = data_file.write
 
-    monkeypatch.setattr(pool_compaction, "topics_tag", killed)
-    with pytest.raises(KeyboardInterrupt):
+    def killed(*args, **kwargs):  # after the new file is written, before the commit: what a kill -9 there leaves
+        write(*args, **kwargs)
+        raise Killed
+
+    monkeypatch.setattr(data_file, "write", killed)
+    with pytest.raises(Killed):
         compact_pool(spark, table, location)
     monkeypatch.undo()
     assert _version(spark, location) == version and _rows(spark, table) == before
