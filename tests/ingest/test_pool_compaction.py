@@ -107,9 +107,9 @@ def test_a_pool_compacted_in_python_keeps_its_rows_tags_resume_point_and_history
         assert history["operation"] == "OPTIMIZE"
         # Growth and freshness pass over it: no rows, no commit of either topic.
         versions = TableVersions(spark)
-        table_id = versions.version(table).table_id
+        table_id = versions.version(job.pool.name).table_id
         for topic in (one, two):
-            growth = versions.growth(table, TableVersion(table_id, before_version),
+            growth = versions.growth(job.pool.name, TableVersion(table_id, before_version),
                                      TableVersion(table_id, before_version + 1), topic)
             assert (growth.commits, growth.rows) == (0, 0)
     finally:
@@ -153,6 +153,7 @@ def test_an_ingest_meeting_a_compaction_commits_again_and_one_meeting_another_in
         other = _pool(target, spark, [one, two], job.pool.name.split(".")[1])
 
         def other_ingest_meanwhile(rows, schema):
+            monkeypatch.setattr(pool_module, "_arrow", arrow)  # the other ingest's own rows
             assert other.run(_marks(target, [one, two])).records == {one: 2}
             return arrow(rows, schema)
 
@@ -191,4 +192,4 @@ def test_a_compaction_cut_short_before_its_commit_leaves_the_pool_as_it_was(prod
     assert len(list(folder.glob("*.parquet"))) == 4  # the three live files and one no commit names
     assert compact_pool(spark, table, location).files_removed == 3
     assert _rows(spark, table) == before
-    assert TableVersions(spark).version(table).version == version + 1
+    assert TableVersions(spark).version(job.pool.name).version == version + 1
