@@ -85,9 +85,10 @@ class PoolIngest:
     """Ingest of every topic of one raw pool, one commit a run; kept by `zync run` across cycles."""
 
     def __init__(self, target: Target, pool: str, views: dict[str, str], spark,
-                 checkpoint_interval: int = RAW_CHECKPOINT_INTERVAL):
+                 checkpoint_interval: int | None = None):
         """`pool`: the pool table (database.table); `views`: topic -> its raw view (database.table);
-        `checkpoint_interval`: the pool's delta.checkpointInterval (set by its next commit if it differs)."""
+        `checkpoint_interval`: the pool's delta.checkpointInterval, set by its next commit if it differs
+        (None: a new pool's is a raw table's, an existing pool's is left as it is)."""
         self.target = target
         self.checkpoint_interval = checkpoint_interval
         self.spark = spark
@@ -159,7 +160,8 @@ class PoolIngest:
                       for topic, parts in self.types.items()}
             self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True),
                                              CHANGED_PROPERTY: json.dumps(sorted(changed))})
-        if self.pool.stored_property(CHECKPOINT_INTERVAL_PROPERTY, None) != self.checkpoint_interval:
+        if self.checkpoint_interval is not None and \
+                self.pool.stored_property(CHECKPOINT_INTERVAL_PROPERTY, None) != self.checkpoint_interval:
             # A commit's metadata names the topics whose types it changed: none, if only this.
             self.pool.note_with_next_append({CHECKPOINT_INTERVAL_PROPERTY: str(self.checkpoint_interval),
                                              **({} if changed else {CHANGED_PROPERTY: "[]"})})
@@ -260,7 +262,7 @@ class PoolIngest:
         if self.pool.exists():
             return
         if not self.pool.create(POOL_COLUMNS_TYPE, POOL_COLUMNS_TYPE, f"raw pool {self.label}",
-                                checkpoint_interval=self.checkpoint_interval):
+                                checkpoint_interval=self.checkpoint_interval or RAW_CHECKPOINT_INTERVAL):
             raise ZyncError(f"raw pool {self.label} cannot be created: {self.pool.declined}. Drop or move what "
                             "is at its location, then run again.")
 
