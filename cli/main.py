@@ -91,6 +91,13 @@ def cmd_consume(args: argparse.Namespace) -> None:
 
 
 def cmd_from_kafka(args: argparse.Namespace) -> None:
+    from zync.ingest_options import configured_pool
+
+    # A topic the project keeps in a raw pool goes there, unless the command names a table of its own.
+    pooled = {} if args.table or args.location else {t: p for t in args.topic if (p := configured_pool(t))}
+    if pooled:
+        _from_kafka_pooled(args, pooled)
+        return
     from ingest.from_kafka import Ingest
 
     ingest = Ingest(_target(args), args.topic, table=args.table, shaper=args.shaper, batch_size=args.batch_size,
@@ -103,6 +110,27 @@ def cmd_from_kafka(args: argparse.Namespace) -> None:
                             "error); they stay in the dead-letter table")
         return
     ingest.run(exit_after=args.exit_after)
+
+
+def _from_kafka_pooled(args: argparse.Namespace, pooled: dict) -> None:
+    """from-kafka of topics the project keeps in raw pools (ingest/pool_from_kafka.py)."""
+    names = ", ".join(sorted(pooled))
+    others = [t for t in args.topic if t not in pooled]
+    if others:
+        raise ZyncError(f"topics {names} are kept in a raw pool (`pool:` in their mirror entry) and "
+                        f"{', '.join(others)} in raw tables of their own: ingest them with a command each")
+    refused = [flag for flag, given in (("--shaper", args.shaper), ("--replay-dead-letters", args.replay_dead_letters),
+                                        ("--errors-tolerance all", args.errors_tolerance == "all")) if given]
+    if refused:
+        raise ZyncError(f"{' and '.join(refused)}: not for topics kept in a raw pool ({names}); a pooled topic stops "
+                        "at a record it cannot take (no dead letters) and keeps its records as Debezium wrote them. "
+                        "Take `pool:` off the mirror entry for a raw table of its own.")
+    from ingest.from_kafka import ingest_progress
+    from ingest.pool_from_kafka import ingest_pooled
+    from zync.spark import spark_session
+
+    target = _target(args)
+    ingest_pooled(target, spark_session(target), pooled, ingest_progress(), exit_after=args.exit_after)
 
 
 def cmd_to_kafka(args: argparse.Namespace) -> None:

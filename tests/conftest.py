@@ -26,7 +26,7 @@ os.environ.setdefault("ZYNC_POSTGRES_PORT", "25432")
 os.environ.setdefault("ZYNC_CONNECT_PORT", "28083")
 # The shared catalog (Derby's network server) of the test session.
 os.environ.setdefault("ZYNC_CATALOG_PORT", "21527")
-# The catalog as a service (tests/catalog/test_metastore_service.py), started by that module only.
+# The catalog as a service (tests/catalog/test_metastore_service.py, tests/cluster), started by the tests that use it.
 os.environ.setdefault("ZYNC_METASTORE_PORT", "29083")
 # The local Spark cluster (tests/cluster): master (+1 worker, +3/+4 web UIs) and Thrift Server.
 os.environ.setdefault("ZYNC_SPARK_MASTER_PORT", "27077")
@@ -95,6 +95,19 @@ def object_store(target):
 
     services.up(target, only={_s3.NAME}, object_store=True)
     return f"s3a://{_s3.BUCKET}/suite-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def catalog_service(target):
+    """The catalog as a service (Hive's metastore on PostgreSQL, `zync up --metastore`), started once for
+    the tests that use it (tests/catalog/test_metastore_service.py, tests/cluster): its URI. It stops at
+    the session's end, PostgreSQL with it when it was started here (tests/debezium may run it already)."""
+    from stack import metastore, postgres, services
+
+    started = {metastore.NAME} | ({"postgres"} if postgres.service().pid() is None else set())
+    services.up(target, metastore=True, only=started)
+    yield metastore.uri()
+    services.down(target, only=started)
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from zync import storage
@@ -45,6 +44,10 @@ def table_location(spark: SparkSession, name: str) -> str:
     session = java_session(spark)
     state = session.sessionState()
     metadata = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(name))
+    if metadata.tableType().name() == "VIEW":  # a view has no files: its location is no answer
+        raise ZyncError(f"{name} is a view, not a Delta table: it has no files to read or write. If it is the raw "
+                        "view of a topic kept in a raw pool (`pool:` in its mirror entry), its rows are in that pool "
+                        "and `zync from-kafka --topic` of the topic fills it; otherwise name a table.")
     return str(java_class(spark, "org.apache.hadoop.fs.Path")(metadata.location()).toString())
 
 

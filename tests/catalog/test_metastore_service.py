@@ -1,6 +1,6 @@
 """The catalog as a service: Hive's metastore over Thrift, its database in PostgreSQL (`zync up --metastore`).
 
-The service starts once for the module, beside the suite's own catalog (Derby's server, which the
+The service starts once for the session (tests/cluster uses it too), beside the suite's own catalog (Derby's server, which the
 test session's SparkSession keeps using). Spark processes on the service are real ones of their own
 (tests/catalog/metastore_process.py), with ZYNC_METASTORE_URI set, as a user sets it. A JVM start
 costs most of a minute here, so the checks are gathered into two such processes, the service
@@ -26,12 +26,9 @@ BIN = ROOT / ".venv" / "bin"
 
 
 @pytest.fixture(scope="module")
-def service(target):
-    # PostgreSQL may already run for tests/debezium; stopped after only when started here.
-    started = {metastore.NAME} | ({"postgres"} if postgres.service().pid() is None else set())
-    services.up(target, metastore=True, only=started)
-    yield metastore.uri()
-    services.down(target, only=started)
+def service(catalog_service):
+    # Started once for the session: tests/cluster's catalog service is the same one.
+    return catalog_service
 
 
 def spark_process(uri: str, *args: str) -> dict:

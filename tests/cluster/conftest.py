@@ -5,8 +5,8 @@ The workers ($ZYNC_SPARK_WORKER_ROOT) run in a root of their own where the proje
 its Python environment are empty folders: they share nothing with the drivers but the network. Every
 table is on the S3 server ($ZYNC_WAREHOUSE) and in the catalog service on PostgreSQL
 ($ZYNC_METASTORE_URI), in a schema of the package's own. The standalone master, the workers and the
-Spark Thrift Server run beside the session's broker and registry; they, and the catalog service when
-this package started it, stop after the package (the other services stay).
+Spark Thrift Server run beside the session's broker and registry; they stop after the package (the
+catalog service, started once for the session in tests/conftest.py, and the other services stay).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from stack import cluster as spark_cluster
-from stack import metastore, postgres, services
+from stack import metastore, services
 from zync.config import Target, load_target
 
 
@@ -50,12 +50,10 @@ def cluster_env(object_store) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="package")
-def cluster(target, cluster_env) -> Iterator[Target]:
-    started = {metastore.NAME} | ({"postgres"} if postgres.service().pid() is None else set())
-    services.up(target, metastore=True, only=started)
+def cluster(target, cluster_env, catalog_service) -> Iterator[Target]:
     services.up(target, cluster=True)
     names = {service.name for service in spark_cluster.services()}
     try:
         yield load_target("cluster")
     finally:
-        services.down(target, only=names | started)
+        services.down(target, only=names)

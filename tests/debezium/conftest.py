@@ -144,8 +144,10 @@ class Debezium:
 
 @pytest.fixture(scope="package")
 def debezium(target):
-    """PostgreSQL and Connect for this package; stopped after it (the broker and registry stay)."""
+    """PostgreSQL and Connect for this package; stopped after it, each when started here (the broker and
+    registry stay; PostgreSQL too when the session's catalog service, tests/conftest.py, runs on it)."""
     started = time.monotonic()
+    starting = {name for name in CONNECT_SERVICES if name != "postgres" or postgres.service().pid() is None}
     services.up(target, connect=True)
     print(f"\nPostgreSQL and Kafka Connect up in {time.monotonic() - started:.1f}s", file=sys.stderr)
     env = Debezium(target)
@@ -153,4 +155,4 @@ def debezium(target):
     try:
         env.cleanup()
     finally:
-        services.down(target, only=CONNECT_SERVICES)
+        services.down(target, only=starting)

@@ -97,3 +97,35 @@ def test_a_pool_resumes_evolves_and_a_failing_topic_stops_alone(producer, spark,
     assert third.records == {} and bad in third.failed
     offsets = spark.sql(f"select kafka.topic, kafka.offset from {job.pool.sql_name}").collect()
     assert sorted((r[0], r[1]) for r in offsets) == sorted([(good, o) for o in range(4)] + [(bad, o) for o in range(2)])
+
+
+def test_a_pool_on_the_s3_server_commits_every_topic_at_once_and_resumes(producer, spark, target, object_store):
+    """The pool's Python-written file and its commit go to the S3 server as a raw table's do."""
+    first, second = producer.topic(unique("pool_s3a")), producer.topic(unique("pool_s3b"))
+    row = lambda i: event("c", {"id": i, "name": f"n{i}", "qty": i})  # noqa: E731
+    producer.send(first, KEY, envelope(ROW_V1), [({"id": i}, row(i)) for i in range(3)])
+    producer.send(second, KEY, envelope(ROW_V1), [({"id": i}, row(i)) for i in range(2)])
+    database = unique("pool_s3_db")
+    spark.sql(f"create database {database} location '{object_store}/{database}.db'")
+    pool = f"{database}.{unique('pool')}"
+    views = {t: f"{database}.{raw_table_name(t)}" for t in (first, second)}
+    job = PoolIngest(target, pool, views, spark)
+    try:
+        assert _run(job, target, [first, second]).records == {first: 3, second: 2}
+        producer.send(first, KEY, envelope(ROW_V1), [({"id": 3}, row(3))])
+        assert _run(job, target, [first, second]).records == {first: 1}
+    finally:
+        job.close()
+    detail = spark.sql(f"describe detail {pool}").first()
+    assert detail["location"].startswith(object_store) and detail["numFiles"] == 2
+    assert [r[0] for r in spark.sql(f"describe history {pool}").collect()] == [2, 1, 0]  # two batches, the create
+    assert [r.value.after.name for r in spark.sql(f"select * from {views[first]} order by kafka.offset").collect()] \
+        == ["n0", "n1", "n2", "n3"]
+    # A new ingest resumes from the pool on S3: nothing read twice.
+    again = PoolIngest(target, pool, views, spark)
+    try:
+        assert _run(again, target, [first, second]).records == {}
+    finally:
+        again.close()
+    offsets = spark.sql(f"select kafka.topic, kafka.offset from {pool}").collect()
+    assert sorted((r[0], r[1]) for r in offsets) == sorted([(first, o) for o in range(4)] + [(second, o) for o in range(2)])

@@ -4,7 +4,7 @@ commit a cycle, each mirror reading its topic's raw view over the pool.
 The same database as tests/service/test_whole_database.py: a table whose topic carries a
 message that is not Avro stops alone; a table added while the run runs is mirrored live;
 a mirror folds by its own topic's rows in the pool, not the pool's commits; a restart reads
-nothing twice.
+nothing twice; `zync from-kafka` of a pooled topic fills the pool as `zync run` does.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import json
 
+from cli import main as cli
+from service import etl_status
 from service.etl_status import render_failures
 from service.run import Service
 from tests.service import test_whole_database as whole_database
@@ -41,7 +43,7 @@ def pool_offsets(spark) -> list[tuple[str, int]]:
     return sorted((r[0], r[1]) for r in spark.sql(f"select kafka.topic, kafka.offset from {POOL}").collect())
 
 
-def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_path):
+def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_path, monkeypatch, capsys):
     project = whole_database.database(target, spark, tmp_path / "db", MIRRORS, PREFIX)
     log = io.StringIO()
     with Service(target, root=project.path, status=Progress.for_run(stream=log, live=False)) as service:
@@ -88,3 +90,28 @@ def test_a_pool_takes_a_cycle_of_every_table_in_one_commit(target, spark, tmp_pa
         cycles_until(again, lambda: mirror(spark, "orders") == {2: "bo"})
     after = pool_offsets(spark)
     assert after == sorted(set(after)) and after == sorted(before + [(PREFIX + "orders", 3)])
+
+    # `zync from-kafka` of a pooled topic fills its pool as zync run does, once.
+    produce(target, "orders", [("u", 2, "b2")])
+    monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
+    orders = ["from-kafka", "--topic", PREFIX + "orders", "--exit-after", "0"]
+    assert cli.main(orders) == 0
+    assert pool_offsets(spark) == sorted(after + [(PREFIX + "orders", 4)])
+    assert spark.sql(f"select count(*) from {SCHEMA}.raw_pooldb_public_orders where kafka.offset = 4").first()[0] == 1
+    assert cli.main(orders) == 0 and pool_offsets(spark) == sorted(after + [(PREFIX + "orders", 4)])
+    # `zync etl status` reads each pooled mirror's raw view: its cursor and what is not folded yet.
+    statuses = {s.model: s for s in etl_status.collect(target, [project.path / "transforms" / "db.yml"])}
+    assert [(p.partition, p.cursor, p.latest_offset, p.not_folded) for p in statuses["pooldb_orders"].partitions] \
+        == [(0, None, 4, 5)]
+    (customers,) = statuses["pooldb_customers"].partitions
+    assert customers.latest_offset == 5 and customers.cursor is not None and customers.cursor >= 4
+    assert "no raw table yet" in statuses["pooldb_broken"].note
+    capsys.readouterr()
+    # Its raw view named as a table, a pooled and an unpooled topic in one command, a shaper: refused, saying why.
+    assert cli.main(orders + ["--table", "raw_pooldb_public_orders"]) == 1
+    assert "is a view, not a Delta table" in capsys.readouterr().err
+    assert cli.main(orders + ["--topic", "someone_elses"]) == 1
+    assert "ingest them with a command each" in capsys.readouterr().err
+    assert cli.main(orders + ["--errors-tolerance", "all"]) == 1
+    assert "not for topics kept in a raw pool" in capsys.readouterr().err
+    assert pool_offsets(spark) == sorted(after + [(PREFIX + "orders", 4)])
