@@ -27,8 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyspark.sql import functions as F
+
 from zync.spark import session_conf
-from zync.spark_internals import delta_log, java_class, java_context, java_frame, java_session
+from zync.spark_internals import delta_log, java_class, java_context, java_frame, java_session, python_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -115,6 +117,54 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
             [action.fromJson(json.dumps({"add": add})) for add in adds])
         _write_metrics(spark, txn, adds)
         return _commit(spark, txn, actions, app_id, txn_version, user_metadata)
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A data file of the snapshot a rewrite's transaction read, as its `add` action names it."""
+
+    path: str  # as the log has it: relative to the table's folder, URL-encoded
+    size: int
+    tags: dict[str, str]
+    has_deletion_vector: bool
+
+
+# What a rewrite's caller gives: from the metadata and files read, (remove actions, add actions) or None.
+Rewrite = Callable[[TableMetadata, list[LiveFile]], tuple[list[dict], list[dict]] | None]
+
+
+def rewrite_files(spark: SparkSession, location: str, rewrite: Rewrite) -> int | None:
+    """Replace data files of the Delta table at `location` by others holding the same rows, as one commit
+    of Delta's OPTIMIZE operation; its version, or None if `rewrite` gave nothing to commit.
+
+    `rewrite` gets the metadata and the files of the snapshot this transaction read, writes the new
+    files and gives (remove actions, add actions), every one with dataChange=false. Delta's conflict
+    check fails the commit when a commit since that snapshot removed one of the same files (another
+    compaction: its rows would be doubled) or changed the metadata; appends meanwhile do not conflict,
+    as they do not with OPTIMIZE. Its history reads as OPTIMIZE's, which every reader of it passes
+    over as a commit that changed no row.
+    """
+    with _active_session(spark):
+        log = delta_log(spark, location)
+        txn = log.startTransaction()
+        metadata = _metadata(txn)["metaData"]
+        rows = python_frame(spark, txn.snapshot().allFiles()).select(
+            "path", "size", "tags", (F.col("deletionVector").isNotNull()).alias("dv")).collect()
+        files = [LiveFile(r["path"], int(r["size"]), dict(r["tags"] or {}), bool(r["dv"])) for r in rows]
+        done = rewrite(TableMetadata(metadata["schemaString"], dict(metadata.get("configuration", {})),
+                                     tuple(metadata.get("partitionColumns", ()))), files)
+        if done is None:
+            return None
+        removes, adds = done
+        if any(a.get("dataChange", True) for a in adds) or any(r.get("dataChange", True) for r in removes):
+            raise ValueError("a rewrite changes no data: every action has dataChange=false")
+        action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
+        scala = java_class(spark, "org.apache.spark.api.python.PythonUtils")
+        actions = scala.toSeq([action.fromJson(json.dumps({"remove": r})) for r in removes]
+                              + [action.fromJson(json.dumps({"add": a})) for a in adds])
+        operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Optimize")(
+            scala.toSeq([]), scala.toSeq([]), False, java_class(spark, "scala.Option").empty(), False)
+        return int(txn.commit(actions, operation))
 
 
 _METADATA_CACHE: dict[int, str] = {}  # the metadata's hash -> its JSON, the last few tables' (see _metadata)

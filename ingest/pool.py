@@ -49,7 +49,7 @@ from ingest.evolution import IncompatibleSchemaError, merge
 from ingest.pool_json import to_json
 from ingest.pool_view import view_sql
 from ingest.schemas import WriterSchemas
-from ingest.table import RawTable, as_nullable
+from ingest.table import CHECKPOINT_INTERVAL_PROPERTY, RAW_CHECKPOINT_INTERVAL, RawTable, as_nullable
 from ingest.transaction_cut import CutState
 from zync import kafka_client
 from zync.config import Target
@@ -64,6 +64,11 @@ POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
 MOST_RECORDS = 250_000  # a run's batch at most: the rest waits for the next run
 READ_TIMEOUT_S = 30.0  # a run gives up reading to the marks after this long (the broker slow or gone)
 POLL_S = 0.2
+# The commits between the checkpoints Delta writes itself, in the commit that reaches one. `zync run`
+# checkpoints a pool beside its cycle every RAW_CHECKPOINT_INTERVAL commits instead (service/run.py),
+# so that ingest's commit, which every mirror of the pool waits for, does not pay ~1 s for it; this
+# bound is for a pool whose run does not.
+BESIDE_CHECKPOINT_INTERVAL = 1000
 
 
 class PoolTopicError(ZyncError):
@@ -86,11 +91,15 @@ class PoolIngest:
     """Ingest of every topic of one raw pool, one commit a run; kept by `zync run` across cycles."""
 
     def __init__(self, target: Target, pool: str, views: dict[str, str], spark,
-                 transactions: dict[str, str] | None = None, expire_after_s: float = DEFAULT_EXPIRE_AFTER_S):
+                 checkpoint_interval: int | None = None, transactions: dict[str, str] | None = None,
+                 expire_after_s: float = DEFAULT_EXPIRE_AFTER_S):
         """`pool`: the pool table (database.table); `views`: topic -> its raw view (database.table);
+        `checkpoint_interval`: the pool's delta.checkpointInterval, set by its next commit if it differs
+        (None: a new pool's is a raw table's, an existing pool's is left as it is);
         `transactions`: transaction topic -> its connector's topic prefix, for each connector whose cut the
         pool keeps (zync/transactions.py; its transaction topic is one of `views`)."""
         self.target = target
+        self.checkpoint_interval = checkpoint_interval
         self.transactions = dict(transactions or {})
         self.expire_after_s = expire_after_s
         self.cuts: dict[str, CutState] = {}  # transaction topic -> its connector's cut, once resumed
@@ -212,6 +221,11 @@ class PoolIngest:
                       for topic, parts in self.types.items()}
             self.pool.note_with_next_append({TYPES_PROPERTY: json.dumps(stored, sort_keys=True),
                                              CHANGED_PROPERTY: json.dumps(sorted(changed))})
+        if self.checkpoint_interval is not None and \
+                self.pool.stored_property(CHECKPOINT_INTERVAL_PROPERTY, None) != self.checkpoint_interval:
+            # A commit's metadata names the topics whose types it changed: none, if only this.
+            self.pool.note_with_next_append({CHECKPOINT_INTERVAL_PROPERTY: str(self.checkpoint_interval),
+                                             **({} if changed else {CHANGED_PROPERTY: "[]"})})
         where = f"{len(rows)} records of {len({t for t, _, _ in rows})} topics"
         tags = _tags(rows)
         if self.cuts:
@@ -357,7 +371,8 @@ class PoolIngest:
     def _ensure_pool(self) -> None:
         if self.pool.exists():
             return
-        if not self.pool.create(POOL_COLUMNS_TYPE, POOL_COLUMNS_TYPE, f"raw pool {self.label}"):
+        if not self.pool.create(POOL_COLUMNS_TYPE, POOL_COLUMNS_TYPE, f"raw pool {self.label}",
+                                checkpoint_interval=self.checkpoint_interval or RAW_CHECKPOINT_INTERVAL):
             raise ZyncError(f"raw pool {self.label} cannot be created: {self.pool.declined}. Drop or move what "
                             "is at its location, then run again.")
 

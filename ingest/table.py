@@ -68,6 +68,7 @@ _STATS_DEFAULT = "spark.databricks.delta.properties.defaults.dataSkippingStatsCo
 # show (50 commits past one read no slower than 10).
 RAW_CHECKPOINT_INTERVAL = 100
 _CHECKPOINT_DEFAULT = "spark.databricks.delta.properties.defaults.checkpointInterval"
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 # How the raw table's Parquet files are encoded, set for its writes only (session settings: Delta
 # passes a writer's own options to Parquet for the codec alone). Dictionary encoding of the many
 # columns of a Debezium record was about half of Parquet's share of a batch; zstd then makes the
@@ -100,6 +101,8 @@ WRITER_SCHEMAS_PROPERTY = "zync.writerSchemaIds"
 FIELD_DEFAULTS_PROPERTY = "zync.fieldDefaults"
 
 
+# How many times an append is tried again after conflicting with commits that only rewrote files.
+REWRITE_RETRIES = 3
 # What Delta throws when an idempotent write's txnVersion was committed by another writer meanwhile.
 CONCURRENT_TRANSACTION = "org.apache.spark.sql.delta.ConcurrentTransactionException"
 
@@ -408,7 +411,8 @@ class RawTable:
 
         self._append(where, creating, commit)
 
-    def create(self, key_type: T.DataType, value_type: T.DataType, where: str) -> bool:
+    def create(self, key_type: T.DataType, value_type: T.DataType, where: str,
+               checkpoint_interval: int = RAW_CHECKPOINT_INTERVAL) -> bool:
         """Create the table by name with no rows, as the first append would (columns, properties), for a
         first batch written in Python: Delta's first commit, then the catalog entry, no Spark job. False
         (nothing done, `declined` says why) for a table given by location, which the first append
@@ -443,7 +447,7 @@ class RawTable:
             self.declined = "the table's folder holds files of a failed write"
             return False
         configuration = {data_file.STATS_COLUMNS_PROPERTY: _stats_columns(schema),
-                         "delta.checkpointInterval": str(RAW_CHECKPOINT_INTERVAL)}
+                         CHECKPOINT_INTERVAL_PROPERTY: str(checkpoint_interval)}
         try:
             create_empty(self.spark, location, schema.json(), configuration,
                          user_metadata=f"{TXN_APP_ID} run {self.run_id} create")
@@ -509,7 +513,14 @@ class RawTable:
             return False
         folder = storage.location(self._path())
 
+        written: dict[tuple[str, str], list[dict]] = {}
+
         def files(metadata: TableMetadata) -> list[dict] | None:
+            # Tried again after a compaction's commit (_commit_past_rewrites): the file written for the
+            # same schema stands, where writing another would leave the first one unnamed.
+            read = (metadata.schema_json, json.dumps(metadata.configuration, sort_keys=True))
+            if read in written:
+                return written[read]
             self.declined = data_file.not_writable(metadata.schema_json, metadata.configuration,
                                                    metadata.partition_columns)
             if self.declined:
@@ -522,7 +533,8 @@ class RawTable:
                 return None
             add = data_file.write(rows, folder, schema, data_file.stats_columns(metadata.configuration),
                                   self.spark.version)
-            return [{**add, "tags": dict(tags)} if tags else add]
+            written[read] = [{**add, "tags": dict(tags)} if tags else add]
+            return written[read]
 
         def commit(version: int, marker: str, seen: int) -> bool:
             return append_files_reading_whole_table(self.spark, self._path(), files, app_id=TXN_APP_ID,
@@ -550,7 +562,7 @@ class RawTable:
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
         try:
-            if not commit(version, marker, seen):
+            if not self._commit_past_rewrites(commit, version, marker, seen):
                 return False
         except TableReplacedError as e:
             raise ZyncError(f"table {self.label} was dropped or replaced while this ingest wrote it ({e}); "
@@ -574,6 +586,41 @@ class RawTable:
         self._seen_version, self._txn_version = latest, version
         self.check_seconds += time.monotonic() - started
         return True
+
+    def _commit_past_rewrites(self, commit: Callable[[int, str, int], bool], version: int, marker: str,
+                              seen: int) -> bool:
+        """commit(...), again after a conflict with commits that only rewrote files (a compaction).
+
+        Delta fails this append when any commit since its snapshot removed a file, since the append
+        declares it read the whole table; a compaction's commit removes files and changes no row, so
+        it is no other writer, and `zync run` compacts a raw pool beside its ingest (service/run.py).
+        Any other commit meanwhile (another ingest's, a metadata change, a delete) still stops it.
+        """
+        for attempt in range(REWRITE_RETRIES + 1):
+            try:
+                return commit(version, marker, seen)
+            except Exception as e:  # noqa: BLE001 - Py4J wraps Delta's exception
+                if attempt == REWRITE_RETRIES or not caused_by(e, CONCURRENT_MODIFICATION):
+                    raise
+                latest = self._only_rewrites_since(seen)
+                if latest is None:
+                    raise
+                seen = latest
+        raise AssertionError("unreachable")
+
+    def _only_rewrites_since(self, version: int) -> int | None:
+        """The latest version, if every commit after `version` only rewrote files (dataChange=false
+        removes and adds, no transaction, metadata or protocol); else None."""
+        latest = None
+        for latest, actions in commit_actions(self.spark, self._path(), int(version) + 1):
+            for action in actions:
+                kind = action.getClass().getSimpleName()
+                if kind in ("AddFile", "RemoveFile"):
+                    if action.dataChange():
+                        return None
+                elif kind != "CommitInfo":
+                    return None
+        return latest
 
     def _created_meanwhile(self) -> bool:
         """After a failed first write: did another ingest create the table (so the failure is the race)?"""

@@ -47,13 +47,18 @@ writes nothing; either way the rows it read were the same rows.
 
 from __future__ import annotations
 
+import json
 import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ingest.pool_compaction import compact_pool as rewrite
+from zync import storage
 from zync.delta_metadata import history, live_file_sizes
+from zync.errors import ZyncError
 from zync.spark import session_conf
+from zync.spark_internals import delta_log
 
 COMPACT_AFTER_COMMITS = 50  # commits since a table's last OPTIMIZE before `zync run` compacts it
 MIN_FILE_BYTES = 16 * 1024 * 1024  # files at least this large are never rewritten
@@ -99,6 +104,8 @@ class Compaction:
     files_added: int
     bytes_removed: int
     seconds: float
+    version: int | None = None  # its commit, where known (a compaction in Python knows it)
+    how: str = "optimize"  # or "python" (ingest/pool_compaction.py)
 
 
 def tier_bound(sizes: Iterable[int]) -> int:
@@ -176,3 +183,30 @@ def compact(spark, table: str, location: str, parquet_settings: dict[str, str] |
     removed = metrics["filesRemoved"]
     return Compaction(table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]),
                       int(removed["totalSize"]) if removed else 0, time.monotonic() - started)
+
+
+def compact_pool(spark, table: str, location: str, parquet_settings: dict[str, str] | None = None) -> Compaction:
+    """Compact the raw pool `table` in Python (ingest/pool_compaction.py) within the bounds above, or by
+    OPTIMIZE (compact) where Python cannot rewrite its files exactly."""
+    started = time.monotonic()
+    done = rewrite(spark, location, tier_bound, MAX_FILE_BYTES)
+    if done is None:
+        return compact(spark, table, location, parquet_settings)
+    removed, added, removed_bytes, version = done
+    return Compaction(table, removed, added, removed_bytes, time.monotonic() - started, version, "python")
+
+
+def last_checkpoint(location: str) -> int:
+    """The version of the table's last checkpoint, as its _last_checkpoint file says (-1: none, or not
+    readable): a file read, no JVM call."""
+    try:
+        text = storage.location(location).child("_delta_log", "_last_checkpoint").read_text()
+        return int(json.loads(text)["version"])
+    except (OSError, ValueError, KeyError, TypeError, ZyncError):
+        return -1
+
+
+def checkpoint(spark, location: str) -> None:
+    """Write a checkpoint of the table's newest version (Delta's own, as a commit at a checkpoint
+    interval writes it)."""
+    delta_log(spark, location).checkpoint()

@@ -15,7 +15,8 @@ look at the broker's topics every few seconds when a mirror entry names
    commits since its last compaction gets its small files compacted
    (service/compaction.py: Delta's OPTIMIZE, no row changed), and the tables whose
    compactions' removed files are older than --vacuum-retention are vacuumed
-   (service/vacuum.py).
+   (service/vacuum.py). A raw pool is compacted (in Python) and checkpointed
+   on a thread beside the cycle, which takes in what it did (_compact_beside).
 Each stage tells service/metrics.py what it did (Prometheus' /metrics, with
 /healthz beside it: service/http_server.py, service/health.py; systemd's
 watchdog: service/watchdog.py), from what it computed anyway.
@@ -50,19 +51,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from egress.to_kafka import Egress
 from ingest.from_kafka import Ingest, ingest_progress
-from ingest.pool import PoolIngest
-from ingest.table import PARQUET_SETTINGS
-from service.compaction import (COMPACT_AFTER_COMMITS, compact, compaction_due_after, compaction_state,
-                                compactions_per_cycle)
+from ingest.pool import BESIDE_CHECKPOINT_INTERVAL, PoolIngest
+from ingest.table import PARQUET_SETTINGS, RAW_CHECKPOINT_INTERVAL
+from service.compaction import (COMPACT_AFTER_COMMITS, Compaction, checkpoint, compact, compact_pool,
+                                compaction_due_after, compaction_state, compactions_per_cycle, last_checkpoint)
 from service.discovery import TopicDiscovery
 from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
@@ -87,6 +89,11 @@ from zync.spark import spark_session
 from zync.spark_internals import driver_process
 
 DEFAULT_INTERVAL_S = 1.0
+# How a raw pool is compacted and checkpointed: in Python (ingest/pool_compaction.py) and checkpointed, on a
+# thread of its own beside the cycle, unless this setting names "optimize" (Delta's OPTIMIZE), "cycle"
+# (compacted as a stage of the cycle, checkpointed by Delta in the commit that reaches its interval, as
+# every other table) or "commit-checkpoints" (that alone): what benchmarks compare against.
+POOL_COMPACTION_ENV = "ZYNC_POOL_COMPACTION"
 # The session settings models leave for their materializations (macros/admin/zync_note_key.sql).
 NOTE_PREFIX = "zync.note."
 WATCH_POLL_S = 0.1  # how often an idle run asks Kafka whether anything arrived
@@ -236,6 +243,14 @@ class Service:
         # Per table: commits since its last compaction, and the version they were counted up to.
         self.compact_after = compact_after
         self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
+        # A raw pool's compaction under way beside the cycle: (the version it was due at, its future).
+        self.compacting: dict[str, tuple[TableVersion, Future]] = {}
+        how = {part.strip() for part in os.environ.get(POOL_COMPACTION_ENV, "").split(",")}
+        self.pool_compactor = compact if "optimize" in how else compact_pool
+        self.pools_beside = "cycle" not in how
+        self.checkpoints_beside = self.pools_beside and "commit-checkpoints" not in how and compact_after > 0
+        self._beside: ThreadPoolExecutor | None = None
+        self._beside_spark = None
         self.backoff: dict[str, Backoff] = {}
         # What fails now, per topic or model, for `zync etl status` (a restart starts with a clean slate).
         self.failures = Failures.start(failures_file(self.project.root, target.name))
@@ -497,8 +512,10 @@ class Service:
                     self._drop_pool(pool)  # a connector's consistency changed: its cut is kept from the start
                     job = None
                 if job is None:
-                    job = self.pools[pool] = PoolIngest(self.target, pool, views, self.spark.newSession(),
-                                                        transactions=connectors.get(pool))
+                    job = self.pools[pool] = PoolIngest(
+                        self.target, pool, views, self.spark.newSession(),
+                        BESIDE_CHECKPOINT_INTERVAL if self.checkpoints_beside else RAW_CHECKPOINT_INTERVAL,
+                        transactions=connectors.get(pool))
                 job.add_topics(views)
                 if not {tp for tp in job.waiting(marks) if tp[0] in allowed}:
                     continue
@@ -768,10 +785,18 @@ class Service:
             return None
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
+        pools = {i.table for i in self.inputs() if i.pool_view}
         candidates = sorted(raw_tables | {m.table for m in self.models})
         due: list[tuple[int, str, TableVersion]] = []
+        for table, done, checkpointed in self._compacted_beside():
+            if done is not None:
+                removed += done.files_removed
+                tables[table] = {"files_removed": done.files_removed, "files_added": done.files_added,
+                                 "bytes_removed": done.bytes_removed, "beside_s": round(done.seconds, 2)}
+            if checkpointed is not None:
+                tables.setdefault(table, {})["checkpoint_s"] = round(checkpointed, 2)
         for table in candidates:
-            if self.stopping.is_set() or not self._try(f"compact:{table}"):
+            if table in self.compacting or self.stopping.is_set() or not self._try(f"compact:{table}"):
                 continue
             version = self.versions.version(table)
             if version is None:
@@ -785,15 +810,22 @@ class Service:
             else:
                 commits = counted[1] + version.version - counted[0].version
             self.uncompacted[table] = (version, commits)
-            if commits >= compaction_due_after(table, self.compact_after):
+            compact_due = commits >= compaction_due_after(table, self.compact_after)
+            if table in pools and self.pools_beside:
+                checkpoint_due = self.checkpoints_beside and \
+                    version.version - last_checkpoint(self.versions.location(table)) >= RAW_CHECKPOINT_INTERVAL
+                if compact_due or checkpoint_due:
+                    self._compact_beside(table, version, compact_due, checkpoint_due)
+            elif compact_due:
                 due.append((commits, table, version))
         due.sort(key=lambda d: (-d[0], d[1]))
         for _, table, version in due[:compactions_per_cycle(len(candidates), self.compact_after)]:
             if self.stopping.is_set():
                 break
             try:
-                done = compact(self.spark, table, self.versions.location(table),
-                               PARQUET_SETTINGS if table in raw_tables else None)
+                compactor = self.pool_compactor if table in pools else compact
+                done = compactor(self.spark, table, self.versions.location(table),
+                                 PARQUET_SETTINGS if table in raw_tables else None)
             except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
                 self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
                 continue
@@ -816,6 +848,60 @@ class Service:
         if not tables:
             return None
         return StageReport("compact", time.monotonic() - started, removed, {"tables": tables})
+
+    def _compact_beside(self, table: str, version: TableVersion, compact_due: bool, checkpoint_due: bool) -> None:
+        """Start a raw pool's compaction, its checkpoint or both on the compaction thread, beside the cycle.
+
+        A pool's ingest commits every cycle and each mirror's freshness waits for it: a compaction in
+        the cycle held that commit back by its seconds. Beside it, the two only meet at Delta's
+        conflict check: the compaction's commit changes no row, and an ingest that meets it commits
+        again (ingest/table.py _commit_past_rewrites); the compaction's own commit fails only if
+        another compaction removed one of its files, or the pool's metadata changed meanwhile.
+        A checkpoint, which Delta would write in the commit that reaches the pool's interval (~1 s for
+        a pool), is written here as well: the pool's own interval is set far apart (ingest/pool.py).
+        """
+        if self._beside is None:
+            self._beside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compact")
+            self._beside_spark = self.spark.newSession()
+        location = self.versions.location(table)
+
+        def upkeep() -> tuple[Compaction | None, float | None]:
+            done = self.pool_compactor(self._beside_spark, table, location, PARQUET_SETTINGS) if compact_due else None
+            started = time.monotonic()
+            if checkpoint_due:
+                checkpoint(self._beside_spark, location)
+            return done, (time.monotonic() - started) if checkpoint_due else None
+
+        self.compacting[table] = (version, self._beside.submit(upkeep))
+
+    def _compacted_beside(self) -> list[tuple[str, Compaction | None, float | None]]:
+        """The pools' compactions beside the cycle that ended since the last look: each counted as the
+        cycle's own are (its failure backs off and is reported the same)."""
+        finished = []
+        for table, (version, future) in list(self.compacting.items()):
+            if not future.done():
+                continue
+            del self.compacting[table]
+            try:
+                done, checkpointed = future.result()
+            except Exception as e:  # noqa: BLE001 - Delta's conflict with a concurrent writer, among others
+                self._failed("compact", table, ZyncError(f"compaction failed, no row changed: {e}"))
+                continue
+            self._succeeded("compact", table)
+            if done is None:
+                finished.append((table, None, checkpointed))
+                continue
+            current = self.versions.version(table) or version
+            after = TableVersion(version.table_id, done.version) if done.version is not None else current
+            commits = current.version - after.version if current.table_id == after.table_id else 0
+            self.uncompacted[table] = (current, max(commits, 0))
+            if done.files_removed and done.version is not None:
+                self._passed_over(table, TableVersion(version.table_id, done.version - 1), after)
+            self.metrics.compacted_table(table, done.files_removed, after)
+            if done.files_removed:
+                self.vacuums.compacted(table, time.time())
+            finished.append((table, done, checkpointed))
+        return finished
 
     def vacuum(self) -> dict[str, int]:
         """VACUUM the tables whose compacted files are older than --vacuum-retention (service/vacuum.py)."""
@@ -934,6 +1020,8 @@ class Service:
             self._drop_ingest(raw)
         for pool in list(self.pools):
             self._drop_pool(pool)
+        if self._beside is not None:  # a compaction under way ends with its commit, or leaves a file unnamed
+            self._beside.shutdown(wait=True)
         if self.http is not None:
             self.http.shutdown()
             self.http.server_close()
