@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,6 @@ from compiler.spec import (
     _where,
     read_yaml,
 )
-from zync.errors import ZyncError
 from zync.tables import raw_table_name, snake
 from zync.transactions import connector_prefix, transaction_topic
 

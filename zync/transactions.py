@@ -13,7 +13,6 @@ at or before it. Readers that stop every topic at the same cut never see half of
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -112,13 +111,6 @@ class Cut:
         return cls(int(data["end_offset"]), data.get("transaction"), data.get("committed_ms"),
                    {(t, int(p)): int(o) for t, parts in data.get("offsets", {}).items() for p, o in parts.items()},
                    int(data.get("expired", 0)))
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> Cut:
-        return cls.from_dict(json.loads(text))
 
 
 def change_of(topic: str, partition: int, offset: int, value: dict | None) -> Change:
