@@ -895,21 +895,23 @@ def cut_figures(pool: DeltaLog, cut_table: DeltaLog, connector: str) -> dict:
     that moved it to the cut table's next commit (when the raw views show it)."""
     from zync.transactions import CUT_TAG, Cut
 
-    last, moved = None, []
+    # Ingest writes the cut table as the pool's first commit leaves it (no cut yet) before that commit, and
+    # after a commit only if the cut moved: a commit that leaves it where it was waits for no write.
+    last, tagged, moved = Cut(), False, []
     for version in sorted(int(f.stem) for f in pool.log.glob("*.json") if f.stem.isdigit()):
         path = pool.log / f"{version:020d}.json"
         tags = [json.loads(line).get("add", {}).get("tags", {}).get(CUT_TAG) for line in path.read_text().splitlines()
                 if line.strip()]
         tag = next((t for t in tags if t), None)
         if tag and json.loads(tag).get(connector):
-            cut = Cut.from_dict(json.loads(tag)[connector])
+            cut, tagged = Cut.from_dict(json.loads(tag)[connector]), True
             if cut != last:
                 moved.append(path.stat().st_mtime)
             last = cut
     written = sorted(c.at for c in cut_table.commits())
     delays = [written[i] - at for at in moved if (i := bisect.bisect_left(written, at)) < len(written)]
     found: dict[str, Any] = {"pool_commits_moving_it": len(moved), "cut_table_commits": len(written)}
-    if last is not None:
+    if tagged:
         found.update({"end_offset": last.end_offset, "expired": last.expired, "partitions": len(last.offsets)})
     if delays:
         found.update({"cut_write_p50_s": round(statistics.median(delays), 2), "cut_write_max_s": round(max(delays), 2)})

@@ -284,3 +284,17 @@ def test_the_pattern_entry_can_ask_for_whole_transactions(tmp_path):
     mirrors = expand_patterns([load_mirrors(path)], topics + ["w003up.transaction"])[0].mirrors
     assert sorted((m.topic, m.pool, m.transactions) for m in mirrors) == [
         (t, "raw_pool_w003up", "w003up.transaction") for t in topics]
+
+
+def test_the_cut_figures_count_the_commits_that_moved_it_and_the_cut_tables_write_after_each(tmp_path):
+    from bench.wide import DeltaLog, cut_figures
+    from zync.transactions import Cut
+
+    a, connector = "s.public.a", "s.transaction"
+    cuts = [Cut(), Cut(1, "1001", 5, {(a, 0): 3}), Cut(1, "1001", 5, {(a, 0): 3}), Cut(3, "1002", 6, {(a, 0): 5})]
+    write_log(tmp_path / "pool", [[pool_add({a: 9}, {connector: c.to_dict()})] for c in cuts],
+              [1000.0, 1002.0, 1004.0, 1006.0])
+    write_log(tmp_path / "pool__cut", [[{"add": {"path": "p"}}]] * 3, [999.0, 1003.0, 1006.5])
+    found = cut_figures(DeltaLog(tmp_path / "pool", None), DeltaLog(tmp_path / "pool__cut", None), connector)
+    assert found == {"pool_commits_moving_it": 2, "cut_table_commits": 3, "end_offset": 3, "expired": 0,
+                     "partitions": 1, "cut_write_p50_s": 0.75, "cut_write_max_s": 1.0}
