@@ -12,6 +12,16 @@ state folder .local/bench-wide-state and ports) and stops them at the end (--kee
 one Delta commit a cycle for all the tables that changed; a change is visible once a pool commit adds a
 file of its topic reaching its offset.
 
+--designs pool-txn is the pool with `consistency: transaction` (docs/reference/mirror-yaml.md, Source
+transactions): the source then writes its changes in multi-table transactions with Debezium's
+transaction metadata (Source; --transactions gives every design of the run that source, and is the
+default when --designs has pool-txn), the pool also takes the transaction topic, and a change is
+visible once a pool commit's cut (the `zync.pool.cut` tag of the file it adds: the connector's
+offset per topic-partition) reaches its offset. The raw views read that cut from the cut table
+`<pool>__cut`, written after the pool's commit: the latency to that write is printed beside
+(`zync_at_cut_table`), with the cut's state at the end and each write's delay after its pool
+commit (`cut`).
+
 --designs local,s3 runs each N and skew twice, alternating: `zync run` with its tables on local disk,
 and with its warehouse on an S3 server the benchmark starts (`zync up --s3`, S3Proxy over a folder
 of the state folder, loopback; docs/object-storage.md), its tables in a database of their own
@@ -75,7 +85,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -93,7 +103,8 @@ PORTS = {"ZYNC_KAFKA_PORT": "24792", "ZYNC_REGISTRY_PORT": "24781", "ZYNC_CATALO
 BIN = ROOT / ".venv" / "bin"
 SCHEMA = "zync"  # the local target's schema: raw tables and mirrors
 S3_SCHEMA = "zync_s3"  # the s3 design's: a database of its own, made in the S3 server's warehouse
-DESIGNS = ("local", "s3", "pool", "s3-pool")  # where the tables are; with -pool, the topics in one raw pool
+# Where the tables are; with -pool, the topics in one raw pool; pool-txn: that pool with `consistency: transaction`.
+DESIGNS = ("local", "s3", "pool", "s3-pool", "pool-txn")
 
 
 def on_s3(design: str) -> bool:
@@ -101,7 +112,13 @@ def on_s3(design: str) -> bool:
 
 
 def pooled(design: str) -> bool:
-    return design.endswith("pool")
+    return design.endswith("pool") or whole_transactions(design)
+
+
+def whole_transactions(design: str) -> bool:
+    """Whether the design's mirrors show their connector's changes up to its cut (`consistency: transaction`)."""
+    return design.endswith("-txn")
+
 DB_SCHEMA = "public"  # the source database's schema, in the topic names
 PARTITION = 0  # every topic has one
 ARRIVALS = "_arrivals"
@@ -110,6 +127,9 @@ TARGETS = {50: {"p50_s": 1.0, "p99_s": 3.0}, 200: {"p50_s": 1.5, "p99_s": 5.0, "
 READ_MIRRORS_PER_JVM = 40  # mirrors one read-back process reads (see mirror_contents)
 MEMORY_GROWTH = 1.5  # zync run's peak RSS at the largest N / at the smallest, at most
 OPS = (("u", 0.6), ("c", 0.2), ("d", 0.2))
+TRANSACTION_CHANGES = (1, 5)  # with --transactions, a source transaction's changes: drawn uniformly from this range
+TRANSACTION_TABLES = (1, 3)  # and the tables it changes (at most its changes)
+FIRST_XID = 1000  # the source's first transaction id
 
 
 # ---------------------------------------------------------------------------
@@ -150,16 +170,32 @@ class Commit:
     reach: dict[int, int]
 
 
-def commit_reach(actions: Iterable[dict], mirror: str | None, topic: str | None = None) -> dict[int, int]:
+def commit_reach(actions: Iterable[dict], mirror: str | None, topic: str | None = None,
+                 cut: str | None = None) -> dict[int, int]:
     """What one commit makes visible, from its log actions.
 
     mirror given: the mirror's cursor carried in commitInfo.userMetadata (only a commit naming this
     mirror: the setting is session-wide); None: a raw table's commit, the largest kafka.offset per
     partition of the files it adds (their statistics), a file spanning several partitions counting
-    for none (its per-partition maxima are unknown).
+    for none (its per-partition maxima are unknown). With `cut` (a connector's transaction topic), a
+    raw pool's commit reaches, for `topic`, its connector's cut after it: per partition the offset
+    its file's cut tag gives (zync.pool.cut; a pooled raw view of the connector shows rows up to it).
     """
     reach: dict[int, int] = {}
     from zync.pools import file_topics
+    from zync.transactions import CUT_TAG, Cut
+
+    if cut is not None:
+        for action in actions:
+            tag = (action.get("add") or {}).get("tags", {}).get(CUT_TAG) if mirror is None else None
+            if not tag:
+                continue
+            stored = json.loads(tag).get(cut)
+            for (t, p), o in (Cut.from_dict(stored).offsets.items() if stored else ()):
+                if t == topic:
+                    reach[p] = max(reach.get(p, -1), o)
+        if mirror is None:
+            return reach
 
     for action in actions:
         if mirror is not None and "commitInfo" in action:
@@ -198,10 +234,11 @@ def visible_at(commits: Sequence[Commit], partition: int, offset: int) -> float 
 class DeltaLog:
     """A Delta table's log on disk, read as it grows: its commits (JSON files), each parsed once."""
 
-    def __init__(self, folder: Path, mirror: str | None, topic: str | None = None):
+    def __init__(self, folder: Path, mirror: str | None, topic: str | None = None, cut: str | None = None):
         self.log = folder / "_delta_log"
         self.mirror = mirror
         self.topic = topic  # a raw pool's: only the files of this topic count
+        self.cut = cut  # and with its connector's transaction topic, only up to the cut its commit tags
         self._commits: dict[int, Commit] = {}
 
     def exists(self) -> bool:
@@ -219,7 +256,8 @@ class DeltaLog:
                 version = int(path.stem)
                 at = path.stat().st_mtime
                 actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-                self._commits[version] = Commit(version, at, commit_reach(actions, self.mirror, self.topic))
+                self._commits[version] = Commit(version, at, commit_reach(actions, self.mirror, self.topic,
+                                                                          self.cut))
         return [self._commits[v] for v in sorted(self._commits)]
 
 
@@ -231,12 +269,14 @@ class MirrorLog:
     from the run's log, written as its cycle ends: no Delta log marks a view)."""
 
     def __init__(self, database: Path, mirror: str, raw: str,
-                 view_built_at: Callable[[str], float | None] = lambda mirror: None, pool_topic: str | None = None):
-        """raw: the raw table, or with pool_topic the raw pool holding that topic."""
+                 view_built_at: Callable[[str], float | None] = lambda mirror: None, pool_topic: str | None = None,
+                 cut: str | None = None):
+        """raw: the raw table, or with pool_topic the raw pool holding that topic; cut: the transaction topic
+        of the topic's connector, if its raw view stops at the connector's cut."""
         self.mirror = mirror
         self.own = DeltaLog(database / mirror, mirror)
         self.base = DeltaLog(database / f"{mirror}__base", mirror)
-        self.raw = DeltaLog(database / raw, None, pool_topic)
+        self.raw = DeltaLog(database / raw, None, pool_topic, cut)
         self.view_built_at = view_built_at
         self._since: float | None = None
 
@@ -329,9 +369,17 @@ def comparable(row: dict) -> tuple:
 
 
 class Source:
-    """The database the benchmark plays: its tables' rows, each change produced as Debezium writes it."""
+    """The database the benchmark plays: its tables' rows, each change produced as Debezium writes it.
 
-    def __init__(self, target, server: str, tables: int, seed: int):
+    With `transactions`, as its connector writes them with `provide.transaction.metadata`: the changes
+    come in source transactions of TRANSACTION_CHANGES changes over TRANSACTION_TABLES tables (seeded;
+    the tables drawn by the run's chooser), each change carrying its transaction block, and the
+    transaction topic `<server>.transaction` (one partition) gets the transaction's BEGIN before its
+    changes and its END (counts per table) after them, all produced back to back as Debezium streams
+    a committed transaction. Transaction ids are PostgreSQL's `<xid>:<lsn>`; the snapshot carries none
+    (its last record is marked `last`, as Debezium marks it, with or without transactions)."""
+
+    def __init__(self, target, server: str, tables: int, seed: int, transactions: bool = False):
         from testkit import debezium
         from zync import kafka_client
         from zync.wire import Registry
@@ -348,7 +396,19 @@ class Source:
             self.writers.append((
                 registry.register(f"{topic}-key", debezium.key_schema(server, DB_SCHEMA, table,
                                                                       [{"name": "id", "type": "int"}])),
-                registry.register(f"{topic}-value", debezium.value_schema(server, DB_SCHEMA, table, row_fields()))))
+                registry.register(f"{topic}-value", debezium.value_schema(server, DB_SCHEMA, table, row_fields(),
+                                                                          transaction=transactions))))
+        self.transactions = transactions
+        self.transaction_topic = debezium.transaction_topic(server) if transactions else None
+        if self.transaction_topic:
+            kafka_client.ensure_topic(target, self.transaction_topic, num_partitions=1)
+            self.transaction_writers = (
+                registry.register(f"{self.transaction_topic}-key", debezium.TRANSACTION_KEY),
+                registry.register(f"{self.transaction_topic}-value", debezium.TRANSACTION_VALUE))
+        self.shapes = random.Random(seed + 2)  # the transactions' sizes and tables
+        self.xid = FIRST_XID
+        self.transaction_sizes: list[int] = []  # changes per transaction, in order
+        self.transaction_tables: list[int] = []  # tables per transaction
         self.producer = kafka_client.producer(target, **{"linger.ms": 5})
         self.rows: list[dict[int, dict]] = [{} for _ in self.tables]  # the current state: key -> row
         self.live: list[list[int]] = [[] for _ in self.tables]  # the keys, to choose one fast
@@ -373,13 +433,17 @@ class Source:
             change.offset = msg.offset()
 
     def _send(self, table: int, key: int, value: dict | None, change: Change | None = None) -> None:
+        self._produce(self.topics[table], self.writers[table], {"id": key}, value, change)
+
+    def _produce(self, topic: str, writers: tuple, key: dict, value: dict | None,
+                 change: Change | None = None) -> None:
         from zync.wire import encode
 
-        key_writer, value_writer = self.writers[table]
-        data = (encode(key_writer, {"id": key}), None if value is None else encode(value_writer, value))
+        key_writer, value_writer = writers
+        data = (encode(key_writer, key), None if value is None else encode(value_writer, value))
         while True:
             try:
-                self.producer.produce(self.topics[table], key=data[0], value=data[1],
+                self.producer.produce(topic, key=data[0], value=data[1],
                                       on_delivery=partial(self._delivered, change))
                 break
             except BufferError:
@@ -388,27 +452,64 @@ class Source:
         self.producer.poll(0)
 
     def _event(self, table: int, op: str, after: dict | None, before: dict | None, now: float, seq: int,
-               snapshot: bool = False) -> dict:
+               snapshot: bool | str = False, transaction: tuple[int, int, int] | None = None) -> dict:
+        """`transaction`: (xid, the change's place in it, its place among the transaction's changes to `table`)."""
         ms = int(now * 1000)
         source = self.debezium.source(self.server, "wide", DB_SCHEMA, self.tables[table], ms, lsn=seq,
-                                      snapshot=snapshot)
-        return self.debezium.event(op, after, before, source, ms)
+                                      snapshot=snapshot, tx_id=transaction[0] if transaction else None)
+        block = (self.debezium.transaction_block(self.debezium.transaction_id(transaction[0], seq), *transaction[1:])
+                 if transaction else None)
+        return self.debezium.event(op, after, before, source, ms, block)
 
     def snapshot(self, rows: int) -> None:
-        """`rows` snapshot reads (op r) per table, flushed."""
+        """`rows` snapshot reads (op r) per table, flushed; the last one marked as Debezium marks it."""
         for table in range(len(self.tables)):
-            for _ in range(rows):
+            for i in range(rows):
                 key, self.next_id[table] = self.next_id[table], self.next_id[table] + 1
                 self.seq += 1
                 now = time.time()
                 after = self._row(table, key, self.seq, int(now * 1000))
-                self._send(table, key, self._event(table, "r", after, None, now, self.seq, snapshot=True))
+                marker = "last" if table == len(self.tables) - 1 and i == rows - 1 else True
+                self._send(table, key, self._event(table, "r", after, None, now, self.seq, snapshot=marker))
                 self.rows[table][key] = after
                 self.live[table].append(key)
         self.flush()
 
-    def change(self, table: int) -> Change:
-        """One change to a table, produced now: an update, a create or a delete (with its tombstone)."""
+    def transaction(self, choose: Callable[[], int]) -> int:
+        """One source transaction, produced now: its BEGIN, its changes, its END; the changes it made."""
+        shapes = self.shapes
+        size = shapes.randint(*TRANSACTION_CHANGES)
+        want = shapes.randint(TRANSACTION_TABLES[0], min(TRANSACTION_TABLES[1], size, len(self.tables)))
+        tables: list[int] = []
+        for _ in range(100 * want):  # distinct tables, as the chooser draws them
+            drawn = choose()
+            if drawn not in tables:
+                tables.append(drawn)
+                if len(tables) == want:
+                    break
+        order = tables + [shapes.choice(tables) for _ in range(size - len(tables))]
+        shapes.shuffle(order)
+        self.xid += 1
+        xid, debezium = self.xid, self.debezium
+        self._produce(self.transaction_topic, self.transaction_writers,
+                      {"id": debezium.transaction_id(xid, self.seq + 1)},
+                      debezium.transaction_event("BEGIN", debezium.transaction_id(xid, self.seq + 1),
+                                                 int(time.time() * 1000)))
+        per_table: dict[int, int] = {}
+        for total_order, table in enumerate(order, 1):
+            per_table[table] = per_table.get(table, 0) + 1
+            self.change(table, (xid, total_order, per_table[table]))
+        counts = {f"{DB_SCHEMA}.{self.tables[t]}": n for t, n in per_table.items()}
+        end_id = debezium.transaction_id(xid, self.seq)
+        self._produce(self.transaction_topic, self.transaction_writers, {"id": end_id},
+                      debezium.transaction_event("END", end_id, int(time.time() * 1000), counts))
+        self.transaction_sizes.append(size)
+        self.transaction_tables.append(len(per_table))
+        return size
+
+    def change(self, table: int, transaction: tuple[int, int, int] | None = None) -> Change:
+        """One change to a table, produced now: an update, a create or a delete (with its tombstone);
+        `transaction`: its place in a source transaction (Source._event)."""
         live = self.live[table]
         draw = self.rng.random()
         op = "c" if not live else ("u" if draw < OPS[0][1] else "c" if draw < OPS[0][1] + OPS[1][1] else "d")
@@ -424,25 +525,31 @@ class Source:
         if op == "d":
             live.remove(key)  # O(rows): fine at these rates
             del self.rows[table][key]
-            self._send(table, key, self._event(table, "d", None, before, now, self.seq), change)
+            self._send(table, key, self._event(table, "d", None, before, now, self.seq, transaction=transaction),
+                       change)
             self._send(table, key, None)  # the tombstone
         else:
             after = self._row(table, key, self.seq, int(now * 1000))
             self.rows[table][key] = after
-            self._send(table, key, self._event(table, op, after, before, now, self.seq), change)
+            self._send(table, key, self._event(table, op, after, before, now, self.seq, transaction=transaction),
+                       change)
         self.changes.append(change)
         return change
 
     def stream(self, rate: float, seconds: float, choose: Callable[[], int]) -> tuple[float, float]:
-        """`rate` changes per second for `seconds`, to tables chosen by `choose`; (start, end) times."""
+        """`rate` changes per second for `seconds`, to tables chosen by `choose` (with transactions: each
+        transaction's changes at once, when its first is due); (start, end) times."""
         started, start = time.monotonic(), time.time()
         sent = 0
         while time.monotonic() - started < seconds:
             delay = started + sent / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            self.change(choose())
-            sent += 1
+            if self.transactions:
+                sent += self.transaction(choose)
+            else:
+                self.change(choose())
+                sent += 1
         end = time.time()
         self.flush()
         return start, end
@@ -472,11 +579,12 @@ def explicit_mirror_file(server: str, topics: list[str]) -> str:
     return "mirrors:\n" + "".join(entries)
 
 
-def pattern_mirror_file(server: str, topics: list[str], pool: str | None = None) -> str:
+def pattern_mirror_file(server: str, topics: list[str], pool: str | None = None, transactions: bool = False) -> str:
     """One pattern entry over the broker's topics: every table of the server, names from the template
-    (all in one raw pool, if given)."""
+    (all in one raw pool, if given; with `transactions`, up to their connector's cut)."""
     return (f"mirrors:\n  - topics: '{server}\\.{DB_SCHEMA}\\..*'\n    name: '{{server}}_{{table}}_mirror'\n"
-            "    delete: hard\n" + (f"    pool: {pool}\n" if pool else ""))
+            "    delete: hard\n" + (f"    pool: {pool}\n" if pool else "")
+            + ("    consistency: transaction\n" if transactions else ""))
 
 
 # The project's one mirror file: every topic of the server mirrored, hard deletes.
@@ -781,6 +889,44 @@ def differences(found: dict[str, dict[int, tuple]], expected: dict[str, dict[int
 # One N and skew
 
 
+def cut_figures(pool: DeltaLog, cut_table: DeltaLog, connector: str) -> dict:
+    """A raw pool's cut of `connector` (its transaction topic), from the Delta logs: where its newest tagged
+    commit left it (END offset, transactions expired, partitions), and the seconds from each pool commit
+    that moved it to the cut table's next commit (when the raw views show it)."""
+    from zync.transactions import CUT_TAG, Cut
+
+    # Ingest writes the cut table as the pool's first commit leaves it (no cut yet) before that commit, and
+    # after a commit only if the cut moved: a commit that leaves it where it was waits for no write.
+    last, tagged, moved = Cut(), False, []
+    for version in sorted(int(f.stem) for f in pool.log.glob("*.json") if f.stem.isdigit()):
+        path = pool.log / f"{version:020d}.json"
+        tags = [json.loads(line).get("add", {}).get("tags", {}).get(CUT_TAG) for line in path.read_text().splitlines()
+                if line.strip()]
+        tag = next((t for t in tags if t), None)
+        if tag and json.loads(tag).get(connector):
+            cut, tagged = Cut.from_dict(json.loads(tag)[connector]), True
+            if cut != last:
+                moved.append(path.stat().st_mtime)
+            last = cut
+    written = sorted(c.at for c in cut_table.commits())
+    delays = [written[i] - at for at in moved if (i := bisect.bisect_left(written, at)) < len(written)]
+    found: dict[str, Any] = {"pool_commits_moving_it": len(moved), "cut_table_commits": len(written)}
+    if tagged:
+        found.update({"end_offset": last.end_offset, "expired": last.expired, "partitions": len(last.offsets)})
+    if delays:
+        found.update({"cut_write_p50_s": round(statistics.median(delays), 2), "cut_write_max_s": round(max(delays), 2)})
+    return found
+
+
+def at_cut_table(visible: float | None, written: Sequence[float]) -> float | None:
+    """When a change the pool's commit at `visible` put behind the cut shows in its raw view: the cut table's
+    first commit from then on (`written`, sorted)."""
+    if visible is None:
+        return None
+    i = bisect.bisect_left(written, visible)
+    return written[i] if i < len(written) else None
+
+
 def latency_figures(pairs: list[tuple[float, float | None]], start: float, end: float, rate: float) -> dict:
     """p50/p95/p99/max, missing, and the backlog over the middle and last quarters of the produce window."""
     latencies = [v - p for p, v in pairs if v is not None]
@@ -804,19 +950,23 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     from zync.tables import raw_table_name
 
     server = (f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "") + ("s3" if on_s3(design) else "")
-              + ("p" if pooled(design) else ""))
-    where = ("on the S3 server" if on_s3(design) else "on local disk") + (", one raw pool" if pooled(design) else "")
+              + ("p" if pooled(design) else "") + ("x" if whole_transactions(design) else ""))
+    where = (("on the S3 server" if on_s3(design) else "on local disk") + (", one raw pool" if pooled(design) else "")
+             + (" up to the transaction cut" if whole_transactions(design) else ""))
     print(f"\n== {tables} tables, {skew}, {where}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
     result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
-                              "seconds": args.seconds, "threads": threads, "design": design}
+                              "seconds": args.seconds, "threads": threads, "design": design,
+                              "transactions": args.transactions}
     env = design_env(design)
-    source = Source(target, server, tables, args.seed)
+    source = Source(target, server, tables, args.seed, transactions=args.transactions)
+    connector = source.transaction_topic if whole_transactions(design) else None
     mirrors = {t: mirror_name(server, t) for t in source.tables}
     pool = f"raw_pool_{server}" if pooled(design) else None
     raw = {t: pool or raw_table_name(topic) for t, topic in zip(source.tables, source.topics)}
     topic_of = dict(zip(source.tables, source.topics))
 
-    project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics, pool)})
+    project = user_project(PROJECTS / server, {"mirrors.yml": mirror_file(server, source.topics, pool,
+                                                                          whole_transactions(design))})
     compiled = zync("etl", "compile", cwd=project, env=env)
     if compiled.returncode != 0:
         raise SystemExit(f"zync etl compile failed:\n{compiled.stdout}{compiled.stderr}")
@@ -825,7 +975,7 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     connect_rss = PeakRss(connect_pid) if connect_pid else None
     run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env)
     database = database_folder(design)
-    logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at, topic_of[t] if pool else None)
+    logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at, topic_of[t] if pool else None, connector)
             for t in source.tables}
     try:
         result["zync_run_ready_s"] = round(run.wait_ready(), 1)
@@ -881,6 +1031,13 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
         result["drained_after_s"] = round(drained - end, 1)
         result["changes"] = len(source.changes)
         result["records"] = source.records
+        if source.transactions:
+            sizes = source.transaction_sizes
+            result["source_transactions"] = {
+                "count": len(sizes), "changes_mean": round(statistics.fmean(sizes), 2) if sizes else None,
+                "tables_mean": round(statistics.fmean(source.transaction_tables), 2) if sizes else None,
+                "multi_table_share": round(sum(1 for n in source.transaction_tables if n > 1) / len(sizes), 2)
+                if sizes else None}
     finally:
         memory = run.stop()
         if connect_rss is not None:
@@ -897,6 +1054,18 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     theirs = [(c.produced, arrival_visible(c.seq, arrived.get((c.table, c.key), []))) for c in source.changes]
     result["zync"] = latency_figures(ours, start, end, args.rate)
     result["jdbc_sink"] = latency_figures(theirs, start, end, args.rate)
+    if connector is not None:
+        cut_table = DeltaLog(database / f"{pool}__cut", None)
+        result["cut"] = cut_figures(DeltaLog(database / pool, None), cut_table, connector)
+        if result["cut"].get("partitions") is not None and source.transactions:
+            # Every END behind the cut: BEGIN and END of each transaction, the END last.
+            result["cut"]["every_transaction_behind_it"] = result["cut"]["end_offset"] == 2 * len(
+                source.transaction_sizes) - 1
+        if "view" in result["mirror_kind"]:
+            written = sorted(c.at for c in cut_table.commits())
+            result["zync_at_cut_table"] = latency_figures([(p, at_cut_table(v, written)) for p, v in ours], start, end,
+                                                          args.rate)
+        print(f"  cut: {result['cut']}; at the cut table's commit: {result.get('zync_at_cut_table')}", flush=True)
     # Printed before the contents are read back: a read that fails keeps the figures.
     print(f"  latency: zync run {result['zync']}, JDBC sink {result['jdbc_sink']}\n"
           f"  memory: {memory}, Connect {result['connect_peak_mb']} MB", flush=True)
@@ -1032,6 +1201,9 @@ def main() -> None:
                              "design, alternating: local (local disk, the default), s3 (the S3 server the "
                              "benchmark starts, `zync up --s3`), pool and s3-pool (the same, every topic in one "
                              "raw pool: `pool:` in the mirror entry)")
+    parser.add_argument("--transactions", action=argparse.BooleanOptionalAction, default=None,
+                        help="the source writes its changes in multi-table transactions with Debezium's transaction "
+                             "metadata (Source), for every design of the run (default: when --designs has pool-txn)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     parser.add_argument("--read-mirrors", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -1046,6 +1218,8 @@ def main() -> None:
     designs = [d.strip() for d in args.designs.split(",") if d.strip()]
     if set(designs) - set(DESIGNS):
         parser.error(f"--designs: of {', '.join(DESIGNS)}")
+    if args.transactions is None:
+        args.transactions = any(whole_transactions(d) for d in designs)
     command = " ".join(["bench/wide.py", *sys.argv[1:]])
     date = dt.datetime.now(dt.timezone.utc)
     if STATE.exists():

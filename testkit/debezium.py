@@ -7,6 +7,12 @@ Names follow the connector: topic `<server>.<schema>.<table>`, key record `<topi
 (Debezium's JDBC sink looks for `Envelope` in the value's schema name) takes these as it takes the
 connector's own. A delete is an op `d` event (before = the row, after = null) followed by a tombstone
 (a null value), as the connector writes with its default `tombstones.on.delete`.
+
+With `provide.transaction.metadata` the envelope also carries `transaction` (record `event.block`:
+the transaction's id, the change's place in it and in its table's changes in it), and the connector
+writes a BEGIN and an END event per transaction to `<server>.transaction` (key and value records of
+`io.debezium.connector.common`; the END with its event count per data collection, `schema.table`).
+Debezium 3.0's PostgreSQL connector names a transaction `<xid>:<lsn>`, the LSN of the event at hand.
 """
 
 from __future__ import annotations
@@ -28,6 +34,25 @@ SOURCE = {"type": "record", "name": "Source", "namespace": "io.debezium.connecto
     {"name": "xmin", "type": ["null", "long"], "default": None},
 ]}
 VERSION = "3.1.2.Final"
+# The envelope's `transaction` block (Debezium's TransactionMonitor), and the transaction topic's records.
+TRANSACTION_BLOCK = {"type": "record", "name": "block", "namespace": "event", "fields": [
+    {"name": "id", "type": "string"},
+    {"name": "total_order", "type": "long"},
+    {"name": "data_collection_order", "type": "long"},
+]}
+TRANSACTION_KEY = {"type": "record", "name": "TransactionMetadataKey", "namespace": "io.debezium.connector.common",
+                   "fields": [{"name": "id", "type": "string"}]}
+TRANSACTION_VALUE = {"type": "record", "name": "TransactionMetadataValue", "namespace": "io.debezium.connector.common",
+                     "fields": [
+    {"name": "status", "type": "string"},
+    {"name": "id", "type": "string"},
+    {"name": "event_count", "type": ["null", "long"], "default": None},
+    {"name": "data_collections", "type": ["null", {"type": "array", "items": {
+        "type": "record", "name": "ConnectDefault", "namespace": "io.confluent.connect.avro", "fields": [
+            {"name": "data_collection", "type": "string"},
+            {"name": "event_count", "type": "long"}]}}], "default": None},
+    {"name": "ts_ms", "type": "long"},
+]}
 
 
 def topic(server: str, schema: str, table: str) -> str:
@@ -39,9 +64,10 @@ def key_schema(server: str, schema: str, table: str, fields: list[dict]) -> dict
     return {"type": "record", "name": "Key", "namespace": topic(server, schema, table), "fields": fields}
 
 
-def value_schema(server: str, schema: str, table: str, fields: list[dict]) -> dict:
+def value_schema(server: str, schema: str, table: str, fields: list[dict], transaction: bool = False) -> dict:
     """The change-event envelope of a table whose row has `fields` (Avro fields, optional ones as
-    ["null", type] unions with a null default, as the connector writes a nullable column)."""
+    ["null", type] unions with a null default, as the connector writes a nullable column); with
+    `transaction`, its optional `transaction` block (provide.transaction.metadata)."""
     namespace = topic(server, schema, table)
     row = {"type": "record", "name": "Value", "namespace": namespace, "fields": fields}
     return {"type": "record", "name": "Envelope", "namespace": namespace, "fields": [
@@ -50,17 +76,51 @@ def value_schema(server: str, schema: str, table: str, fields: list[dict]) -> di
         {"name": "source", "type": SOURCE},
         {"name": "op", "type": "string"},
         {"name": "ts_ms", "type": ["null", "long"], "default": None},
+        *([{"name": "transaction", "type": ["null", TRANSACTION_BLOCK], "default": None}] if transaction else []),
     ]}
 
 
 def source(server: str, database: str, schema: str, table: str, ts_ms: int, lsn: int | None = None,
-           snapshot: bool = False) -> dict:
-    """The `source` block of one event: where and when the change was read."""
+           snapshot: bool | str = False, tx_id: int | None = None) -> dict:
+    """The `source` block of one event: where and when the change was read. `snapshot`: True for a
+    snapshot read ("true"), or Debezium's marker itself ("last": the snapshot's last record)."""
+    marker = snapshot if isinstance(snapshot, str) else "true" if snapshot else "false"
     return {"version": VERSION, "connector": "postgresql", "name": server, "ts_ms": ts_ms,
-            "snapshot": "true" if snapshot else "false", "db": database, "sequence": None, "schema": schema,
-            "table": table, "txId": None, "lsn": lsn, "xmin": None}
+            "snapshot": marker, "db": database, "sequence": None, "schema": schema,
+            "table": table, "txId": tx_id, "lsn": lsn, "xmin": None}
 
 
-def event(op: str, after: dict | None, before: dict | None, source_block: dict, ts_ms: int) -> dict[str, Any]:
-    """One envelope: op r (snapshot read), c, u or d."""
-    return {"before": before, "after": after, "source": source_block, "op": op, "ts_ms": ts_ms}
+def event(op: str, after: dict | None, before: dict | None, source_block: dict, ts_ms: int,
+          transaction: dict | None = None) -> dict[str, Any]:
+    """One envelope: op r (snapshot read), c, u or d; `transaction`: its block (transaction_block)."""
+    envelope = {"before": before, "after": after, "source": source_block, "op": op, "ts_ms": ts_ms}
+    if transaction is not None:
+        envelope["transaction"] = transaction
+    return envelope
+
+
+def transaction_topic(server: str) -> str:
+    return f"{server}.transaction"
+
+
+def transaction_id(xid: int, lsn: int) -> str:
+    """A transaction's id as the PostgreSQL connector gives it with an event: `<xid>:<lsn>`."""
+    return f"{xid}:{lsn}"
+
+
+def transaction_block(transaction_id_: str, total_order: int, data_collection_order: int) -> dict:
+    """A change's `transaction`: its transaction, its place among the transaction's changes (from 1) and among
+    the transaction's changes to its table (from 1)."""
+    return {"id": transaction_id_, "total_order": total_order, "data_collection_order": data_collection_order}
+
+
+def transaction_event(status: str, transaction_id_: str, ts_ms: int,
+                      counts: dict[str, int] | None = None) -> dict[str, Any]:
+    """A BEGIN or END of the transaction topic; an END's `counts`: events per data collection (schema.table)."""
+    if status == "BEGIN":
+        return {"status": status, "id": transaction_id_, "event_count": None, "data_collections": None,
+                "ts_ms": ts_ms}
+    counts = counts or {}
+    return {"status": status, "id": transaction_id_, "event_count": sum(counts.values()),
+            "data_collections": [{"data_collection": c, "event_count": n} for c, n in counts.items()],
+            "ts_ms": ts_ms}

@@ -14,7 +14,9 @@ from bench.wide import (
     Arrival,
     Commit,
     MirrorLog,
+    Source,
     arrival_visible,
+    at_cut_table,
     backlog,
     commit_reach,
     explicit_mirror_file,
@@ -172,3 +174,127 @@ def test_the_pattern_entry_makes_the_mirrors_the_explicit_entries_name(tmp_path)
         found[kind] = sorted((m.model, m.topic, m.table, m.delete) for m in mirrors)
     assert found["pattern"] == found["explicit"]
     assert found["pattern"][1] == ("w003u_t002_mirror", "w003u.public.t002", "raw_w003u_public_t002", "hard")
+
+
+def pool_add(offsets: dict[str, int], cut: dict | None) -> dict:
+    """A raw pool's file: its topics' largest offsets (partition 0), and the cut its commit carries."""
+    from zync.pools import topics_tag
+    from zync.transactions import CUT_TAG
+
+    tags = topics_tag({t: {0: (1, o)} for t, o in offsets.items()})
+    if cut is not None:
+        tags[CUT_TAG] = json.dumps(cut)
+    return {"add": {"path": "part-0.parquet", "stats": json.dumps({"minValues": {"kafka": {}},
+                                                                   "maxValues": {"kafka": {}}}), "tags": tags}}
+
+
+def test_a_pool_commit_under_a_cut_reaches_the_cut_not_its_rows(tmp_path):
+    from zync.transactions import Cut
+
+    a, b, connector = "s.public.a", "s.public.b", "s.transaction"
+    cut = {connector: Cut(3, "1001", 5, {(a, 0): 7, (b, 0): 2}).to_dict()}
+    commit = [{"commitInfo": {}}, pool_add({a: 10, b: 4, connector: 3}, cut)]
+    assert commit_reach(commit, None, a) == {0: 10}  # without the cut: what the file holds
+    assert commit_reach(commit, None, a, connector) == {0: 7}
+    assert commit_reach(commit, None, b, connector) == {0: 2}
+    assert commit_reach([pool_add({a: 10}, None)], None, a, connector) == {}  # no cut: nothing shows
+    assert commit_reach([pool_add({a: 10}, {"other.transaction": cut[connector]})], None, a, connector) == {}
+    # The mirror's view over the pool: visible with the commit whose cut reached the change.
+    write_log(tmp_path / "pool", [[pool_add({a: 10}, {connector: Cut().to_dict()})], commit], [1000.0, 1003.0])
+    mirror = MirrorLog(tmp_path, "m", "pool", {"m": 990.0}.get, a, connector)
+    assert visible_at(mirror.commits(), 0, 7) == 1003.0 and visible_at(mirror.commits(), 0, 8) is None
+    # The raw views show it once the cut table is written after that commit.
+    assert at_cut_table(1003.0, [1000.5, 1003.4, 1005.0]) == 1003.4
+    assert at_cut_table(1006.0, [1000.5, 1003.4, 1005.0]) is None and at_cut_table(None, [1.0]) is None
+
+
+def recorded_source(tables: int = 6, seed: int = 1) -> tuple[Source, list[tuple[str, int, dict | None]]]:
+    """bench/wide.py's source with transactions, producing into a list: (topic, offset, value)."""
+    from testkit import debezium
+
+    source = Source.__new__(Source)
+    source.debezium, source.server = debezium, "w006u"
+    source.tables = [f"t{i:03d}" for i in range(1, tables + 1)]
+    source.topics = [debezium.topic("w006u", "public", t) for t in source.tables]
+    source.writers = [(None, None)] * tables
+    source.transactions, source.transaction_topic = True, debezium.transaction_topic("w006u")
+    source.transaction_writers = (None, None)
+    source.rng, source.shapes = random.Random(seed), random.Random(seed + 2)
+    source.xid, source.transaction_sizes, source.transaction_tables = 1000, [], []
+    source.rows, source.live = [{} for _ in range(tables)], [[] for _ in range(tables)]
+    source.next_id, source.seq, source.records, source.changes, source.failed = [1] * tables, 0, 0, [], []
+    produced: list[tuple[str, int, dict | None]] = []
+    offsets: Counter = Counter()
+
+    def produce(topic, writers, key, value, change=None):
+        if change is not None:
+            change.offset = offsets[topic]
+        produced.append((topic, offsets[topic], value))
+        offsets[topic] += 1
+
+    source._produce = produce
+    source.flush = lambda: None
+    return source, produced
+
+
+def test_the_synthetic_transactions_are_whole_and_move_the_cut_to_their_last_end():
+    from ingest.transaction_cut import CutState
+    from zync.transactions import boundary_of, change_of
+
+    source, produced = recorded_source()
+    source.snapshot(3)
+    snapshot = [v["source"]["snapshot"] for _, _, v in produced]
+    assert snapshot == ["true"] * 17 + ["last"]
+    choose = table_chooser(6, "uniform", random.Random(2))
+    changes = sum(source.transaction(choose) for _ in range(200))
+    assert changes == len(source.changes) and len(source.transaction_sizes) == 200
+    assert set(source.transaction_sizes) == {1, 2, 3, 4, 5} and set(source.transaction_tables) == {1, 2, 3}
+    # Debezium's order: each transaction's BEGIN, its changes, its END; its changes' ids share its xid.
+    streamed = produced[18:]
+    begins = [i for i, (t, _, v) in enumerate(streamed) if t == source.transaction_topic and v["status"] == "BEGIN"]
+    assert len(begins) == 200 and begins[0] == 0
+    first = streamed[:begins[1]]
+    end = first[-1][2]
+    assert end["status"] == "END" and end["event_count"] == source.transaction_sizes[0]
+    data = [v for t, _, v in first[1:-1] if v is not None]  # the tombstones carry nothing
+    assert {v["transaction"]["id"].split(":")[0] for v in data} == {"1001"} == {end["id"].split(":")[0]}
+    assert [v["transaction"]["total_order"] for v in data] == list(range(1, len(data) + 1))
+    assert {c["data_collection"]: c["event_count"] for c in end["data_collections"]} == dict(
+        Counter(f"public.{v['source']['table']}" for v in data))
+
+    # Fed to the cut as the pool feeds it: every transaction whole, every change behind the cut.
+    cut = CutState("w006u", lambda topic: True)
+    cut.changes(change_of(t, 0, o, v) for t, o, v in produced if t != source.transaction_topic)
+    cut.boundaries([b for b in (boundary_of(o, v) for t, o, v in produced if t == source.transaction_topic) if b],
+                   now=0)
+    after = cut.advance(now=0)
+    assert after.end_offset == 2 * 200 - 1 and after.expired == 0 and cut.waiting_changes == 0
+    last = {}
+    for t, o, _ in produced:
+        last[t] = o
+    assert after.offsets == {(t, 0): o for t, o in last.items() if t != source.transaction_topic}
+
+
+def test_the_pattern_entry_can_ask_for_whole_transactions(tmp_path):
+    from compiler.mirrors import expand_patterns, load_mirrors
+
+    topics = ["w003up.public.t001", "w003up.public.t002"]
+    path = tmp_path / "pool.yml"
+    path.write_text(pattern_mirror_file("w003up", topics, "raw_pool_w003up", transactions=True))
+    mirrors = expand_patterns([load_mirrors(path)], topics + ["w003up.transaction"])[0].mirrors
+    assert sorted((m.topic, m.pool, m.transactions) for m in mirrors) == [
+        (t, "raw_pool_w003up", "w003up.transaction") for t in topics]
+
+
+def test_the_cut_figures_count_the_commits_that_moved_it_and_the_cut_tables_write_after_each(tmp_path):
+    from bench.wide import DeltaLog, cut_figures
+    from zync.transactions import Cut
+
+    a, connector = "s.public.a", "s.transaction"
+    cuts = [Cut(), Cut(1, "1001", 5, {(a, 0): 3}), Cut(1, "1001", 5, {(a, 0): 3}), Cut(3, "1002", 6, {(a, 0): 5})]
+    write_log(tmp_path / "pool", [[pool_add({a: 9}, {connector: c.to_dict()})] for c in cuts],
+              [1000.0, 1002.0, 1004.0, 1006.0])
+    write_log(tmp_path / "pool__cut", [[{"add": {"path": "p"}}]] * 3, [999.0, 1003.0, 1006.5])
+    found = cut_figures(DeltaLog(tmp_path / "pool", None), DeltaLog(tmp_path / "pool__cut", None), connector)
+    assert found == {"pool_commits_moving_it": 2, "cut_table_commits": 3, "end_offset": 3, "expired": 0,
+                     "partitions": 1, "cut_write_p50_s": 0.75, "cut_write_max_s": 1.0}
