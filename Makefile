@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := .local
 
-.PHONY: prometheus setup demo demo-postgres demo-database test test-cluster fuzz jars venv postgres class-archive bench-deps bench-report docs up up-connect down clean chaos-run chaos
+.PHONY: prometheus setup demo demo-postgres demo-database test test-cluster fuzz jars venv postgres class-archive bench-deps bench-report docs up up-connect down clean chaos-run chaos torn-reads
 
 setup: venv jars postgres class-archive prometheus
 
@@ -137,6 +137,13 @@ clean:
 # the suite runs the same test with one. ZYNC_RUN_KILL_SEED picks other moments.
 chaos-run: setup
 	ZYNC_RUN_KILL_TRIALS=$${ZYNC_RUN_KILL_TRIALS:-10} $(BIN)/pytest -p no:cacheprovider tests/service/test_run_service.py
+
+# Torn reads (tests/debezium/test_torn_reads.py, marker `campaign`; `make test` checks the cut with
+# tests/debezium/test_transaction_cut.py instead): a reader queries a connector's mirrors without pause while `zync run` moves multi-table
+# transactions, with and without `consistency: transaction`, until ZYNC_TORN_READS reads (200 by
+# default, about an hour) of the mirrors at the cut; it prints both sides' reads and torn reads.
+torn-reads: setup
+	ZYNC_TORN_READS=$${ZYNC_TORN_READS:-200} $(BIN)/pytest -p no:cacheprovider -m campaign -s tests/debezium/test_torn_reads.py
 
 # The fault campaign (bench/chaos.py): 32 seeded trials of kill -9, SIGTERM, broker and registry
 # restarts, a second `zync run` and kill -9 of zync run's Spark JVM, each checked for lost, duplicated

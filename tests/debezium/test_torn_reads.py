@@ -1,0 +1,131 @@
+"""A reader never sees half of a source transaction: the torn read shown first, then kept away.
+
+Real PostgreSQL -> two Debezium sources on the same tables -> Kafka -> one `zync run` (this process,
+cycling) -> mirrors, while a reader queries them without pause (testkit/torn_reads.py: transfers
+between two tables, orders with their lines; every source transaction keeps the invariants). The
+`<name>off` connector's topics are mirrored as by default (a raw table per topic, each mirror on its
+own); the `<name>on` connector's go to a raw pool with `consistency: transaction` (every mirror at the
+connector's cut). The same workload, engine and reader (a session of its own on the engine): with
+the cut off the reader meets states the source never had; with it on, none.
+
+`make torn-reads` runs it (marker `campaign`): the workload for ZYNC_TORN_SECONDS (120 by default),
+then reads on until ZYNC_TORN_READS reads of the mirrors at the cut (200 by default: about an hour). `make test`
+does not: a read of four mirrors takes 10-15 s on a 2-core machine while `zync run` cycles beside it,
+too slow for a count that means anything within the suite's time. The suite's check of the same
+guarantee is tests/debezium/test_transaction_cut.py (every mirror read after each `zync run` cycle,
+transactions read half and whole).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from service.run import Service
+from testkit import torn_reads
+from testkit.invoices import ROOT
+from testkit.scratch import make_scratch_project
+from zync import kafka_client
+from zync.progress import Progress
+
+
+
+def mirrors(name: str) -> str:
+    """Two entries over two connectors' topics: `<name>off` as mirrors are by default (a raw table per
+    topic, each mirror on its own), `<name>on` in a pool with the cut."""
+    return (f"mirrors:\n  - topics: '{name}off\\.public\\..*'\n    name: '{name}off_{{table}}'\n"
+            f"  - topics: '{name}on\\.public\\..*'\n    name: '{name}on_{{table}}'\n    pool: raw_{name}on\n"
+            "    consistency: transaction\n")
+
+
+def _source_state(debezium, database: str) -> tuple[int, dict[int, int]]:
+    (row,) = debezium.query("select (select sum(balance) from checking) + (select sum(balance) from savings) as t",
+                            database)
+    orders = {r["id"]: int(r["total"]) for r in debezium.query("select id, total from orders", database)}
+    return int(row["t"]), orders
+
+
+def _mirror_state(spark, prefix: str) -> tuple[int | None, dict[int, int]]:
+    (row,) = spark.sql(f"select (select sum(balance) from zync.{prefix}checking) "
+                       f"+ (select sum(balance) from zync.{prefix}savings) as t").collect()
+    return row["t"], {r["id"]: r["total"] for r in spark.sql(f"select id, total from zync.{prefix}orders").collect()}
+
+
+def _whole(spark, prefix: str) -> bool:
+    names = [f"zync.{prefix}{t}" for t in ("checking", "savings", "orders", "lines")]
+    if not all(spark.catalog.tableExists(n) for n in names):
+        return False
+    return _mirror_state(spark, prefix)[0] == torn_reads.TOTAL_BALANCE
+
+
+def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, seconds: float, rate: float,
+                             least_reads: int) -> dict[str, torn_reads.Reads]:
+    database = debezium.database(f"dbz_{name}")
+    debezium.psql(torn_reads.SCHEMA_SQL, database)
+    sets = {s: f"{name}{s}_" for s in ("off", "on")}
+    for s, metadata in (("off", "false"), ("on", "true")):
+        debezium.source(f"dbz-{name}-{s}", database, torn_reads.TABLES, f"{name}{s}",
+                        **{"provide.transaction.metadata": metadata})
+        debezium.wait_records(f"{name}{s}.public.lines", 2)
+    project = make_scratch_project(tmp_path / name, {"db.yml": mirrors(name)}, spark=spark,
+                                   topics=lambda: kafka_client.topic_names(target))
+    for shared in ("profiles", ".local", "jvm"):
+        (project.path / shared).symlink_to(ROOT / shared)
+    log = Progress.for_run(live=False)
+    with Service(target, root=project.path, status=log, fold_after_rows=200) as service:
+        service.discovery.every_s = 0
+        for _ in range(12):
+            service.cycle()
+            if all(_whole(spark, prefix) for prefix in sets.values()):
+                break
+        assert all(_whole(spark, prefix) for prefix in sets.values()), "the snapshot never reached both mirror sets"
+
+        reader = torn_reads.Reader(spark, {s: torn_reads.invariant_query("zync", p) for s, p in sets.items()}).start()
+        failed: list[Exception] = []
+
+        def workload() -> None:
+            try:
+                debezium.psql(f"call workload({seconds}, {rate}, 0.42)", database)
+            except Exception as e:  # said by the test's thread
+                failed.append(e)
+
+        writer = threading.Thread(target=workload, daemon=True)
+        writer.start()
+        started = said = time.monotonic()
+        deadline = time.monotonic() + seconds + 600
+        while (writer.is_alive() or reader.reads["on"].reads < least_reads) and time.monotonic() < deadline \
+                and not failed:
+            service.cycle()
+            if time.monotonic() > said + 15:
+                said = time.monotonic()
+                print(f"{said - started:.0f} s: " + _report(reader.reads), reader.errors[-1:], flush=True)
+        assert not failed, failed
+        # Every change through: the mirrors end where the source database ends.
+        expected = _source_state(debezium, database)
+        for _ in range(20):
+            if all(_mirror_state(spark, p) == expected for p in sets.values()):
+                break
+            service.cycle()
+        reads = reader.stop()
+    assert not reader.errors, reader.errors[:5]
+    for prefix in sets.values():
+        assert _mirror_state(spark, prefix) == expected, prefix
+    return reads
+
+
+def _report(reads: dict[str, torn_reads.Reads]) -> str:
+    return "; ".join(f"cut {s}: {r.reads} reads ({r.seconds:.0f} s), {r.torn} torn {r.examples}" for s, r in reads.items())
+
+
+@pytest.mark.campaign
+def test_torn_reads_campaign(debezium, target, spark, tmp_path):
+    least = int(os.environ.get("ZYNC_TORN_READS", "200"))
+    seconds = float(os.environ.get("ZYNC_TORN_SECONDS", "120"))
+    reads = torn_reads_while_running(debezium, target, spark, tmp_path, "torncampaign", seconds=seconds, rate=100,
+                                     least_reads=least)
+    print(_report(reads))
+    assert reads["on"].reads >= least and reads["on"].torn == 0, _report(reads)
+    assert reads["off"].torn > 0, _report(reads)
