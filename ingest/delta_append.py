@@ -167,41 +167,6 @@ def rewrite_files(spark: SparkSession, location: str, rewrite: Rewrite) -> int |
         return int(txn.commit(actions, operation))
 
 
-# What a replacement's caller gives: from the metadata and files read, the new files' `add` actions.
-Replacement = Callable[[TableMetadata, list[LiveFile]], list[dict]]
-
-
-def replace_files(spark: SparkSession, location: str, replacement: Replacement) -> int:
-    """Replace every row of the small Delta table at `location` by files written outside Spark, as one
-    commit of Delta's WRITE operation in overwrite mode (its version).
-
-    What a DataFrame's overwrite commits, without its Spark job: `replacement` gets the metadata and
-    the live files of the snapshot this transaction read, writes the new files and gives their `add`
-    actions; every live file is removed by the same commit. The transaction read the whole table, so
-    a commit of another writer since then fails this one rather than being overwritten unseen.
-    """
-    with _active_session(spark):
-        _, txn = _start(spark, location, -1)
-        metadata = _metadata(txn)["metaData"]
-        rows = python_frame(spark, txn.snapshot().allFiles()).select("path", "size").collect()
-        files = [LiveFile(r["path"], int(r["size"]), {}, False) for r in rows]
-        adds = replacement(TableMetadata(metadata["schemaString"], dict(metadata.get("configuration", {})),
-                                         tuple(metadata.get("partitionColumns", ()))), files)
-        now_ms = int(time.time() * 1000)
-        removes = [{"path": f.path, "deletionTimestamp": now_ms, "dataChange": True, "extendedFileMetadata": True,
-                    "partitionValues": {}, "size": f.size} for f in files]
-        action = java_class(spark, "org.apache.spark.sql.delta.actions.Action")
-        scala = java_class(spark, "org.apache.spark.api.python.PythonUtils")
-        actions = scala.toSeq([action.fromJson(json.dumps({"remove": r})) for r in removes]
-                              + [action.fromJson(json.dumps({"add": a})) for a in adds])
-        option = java_class(spark, "scala.Option")
-        overwrite = java_class(spark, "org.apache.spark.sql.SaveMode").Overwrite
-        operation = java_class(spark, "org.apache.spark.sql.delta.DeltaOperations$Write")(
-            overwrite, option.empty(), option.empty(), option.empty())
-        _write_metrics(spark, txn, adds)
-        return int(txn.commit(actions, operation))
-
-
 _METADATA_CACHE: dict[int, str] = {}  # the metadata's hash -> its JSON, the last few tables' (see _metadata)
 
 

@@ -43,9 +43,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from ingest.arrow_rows import base_schema, kafka_array
-from ingest import data_file
 from ingest.data_file import NotDecodable
-from ingest.delta_append import TableMetadata, replace_files
 from ingest.decode import Message
 from ingest.evolution import IncompatibleSchemaError, merge
 from ingest.pool_json import to_json
@@ -53,7 +51,7 @@ from ingest.pool_view import view_sql
 from ingest.schemas import WriterSchemas
 from ingest.table import CHECKPOINT_INTERVAL_PROPERTY, RAW_CHECKPOINT_INTERVAL, RawTable, as_nullable
 from ingest.transaction_cut import CutState
-from zync import kafka_client, storage
+from zync import kafka_client
 from zync.config import Target
 from zync.delta_metadata import table_location
 from zync.errors import ZyncError
@@ -66,7 +64,6 @@ POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
 MOST_RECORDS = 250_000  # a run's batch at most: the rest waits for the next run
 READ_TIMEOUT_S = 30.0  # a run gives up reading to the marks after this long (the broker slow or gone)
 POLL_S = 0.2
-CUT_STATS_COLUMNS = ["connector", "end_offset", "expired"]  # the cut table's columns with statistics: its scalars
 # The commits between the checkpoints Delta writes itself, in the commit that reaches one. `zync run`
 # checkpoints a pool beside its cycle every RAW_CHECKPOINT_INTERVAL commits instead (service/run.py),
 # so that ingest's commit, which every mirror of the pool waits for, does not pay ~1 s for it; this
@@ -257,26 +254,16 @@ class PoolIngest:
         rows = [(topic, cut.transaction, _instant(cut.committed_ms), cut.end_offset, cut.expired, now,
                  {t: {p: o for (tt, p), o in cut.offsets.items() if tt == t} for t in {t for t, _ in cut.offsets}})
                 for topic, cut in cuts.items()]
+        schema = ", ".join(f"{name} {kind}" for name, kind in CUT_COLUMNS)
+        frame = self.spark.createDataFrame(rows, schema).coalesce(1)
         if self._cut_location is None and not self.spark.catalog.tableExists(self.cut_table):
-            schema = ", ".join(f"{name} {kind}" for name, kind in CUT_COLUMNS)
-            self.spark.createDataFrame(rows, schema).coalesce(1).write.format("delta").saveAsTable(self.cut_table)
+            frame.write.format("delta").saveAsTable(self.cut_table)
         else:
             if self._cut_location is None:
                 quoted = ".".join(f"`{part}`" for part in self.cut_table.split("."))
                 self._cut_location = table_location(self.spark, quoted)
-            # Written in Python and committed by location: a DataFrame's overwrite was a Spark job of a
-            # second or two a cycle, the whole of what the cut cost freshness; the catalog's entry stays.
-            folder = storage.location(self._cut_location)
-
-            def written(metadata: TableMetadata, _live: list) -> list[dict]:
-                table_schema = T.StructType.fromJson(json.loads(metadata.schema_json))
-                arrow = pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in table_schema.fields])
-                columns = list(zip(*rows)) if rows else [[] for _ in arrow]
-                table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow)],
-                                             schema=arrow)
-                return [data_file.write(table, folder, table_schema, CUT_STATS_COLUMNS, self.spark.version)]
-
-            replace_files(self.spark, self._cut_location, written)
+            # By location: the catalog's entry stays as it is (a by-name overwrite alters it each time).
+            frame.write.format("delta").mode("overwrite").save(self._cut_location)
         self._cuts_written = text
 
     def _advance_cuts(self, rows: list[tuple[str, Message, tuple]]) -> str:
