@@ -17,10 +17,8 @@ transactions): the source then writes its changes in multi-table transactions wi
 transaction metadata (Source; --transactions gives every design of the run that source, and is the
 default when --designs has pool-txn), the pool also takes the transaction topic, and a change is
 visible once a pool commit's cut (the `zync.pool.cut` tag of the file it adds: the connector's
-offset per topic-partition) reaches its offset. The raw views read that cut from the cut table
-`<pool>__cut`, written after the pool's commit: the latency to that write is printed beside
-(`zync_at_cut_table`), with the cut's state at the end and each write's delay after its pool
-commit (`cut`).
+offset per topic-partition) reaches its offset. The same commit holds the cut's row, which the raw
+views read; the cut's state at the end is printed (`cut`).
 
 --designs local,s3 runs each N and skew twice, alternating: `zync run` with its tables on local disk,
 and with its warehouse on an S3 server the benchmark starts (`zync up --s3`, S3Proxy over a folder
@@ -889,14 +887,11 @@ def differences(found: dict[str, dict[int, tuple]], expected: dict[str, dict[int
 # One N and skew
 
 
-def cut_figures(pool: DeltaLog, cut_table: DeltaLog, connector: str) -> dict:
-    """A raw pool's cut of `connector` (its transaction topic), from the Delta logs: where its newest tagged
-    commit left it (END offset, transactions expired, partitions), and the seconds from each pool commit
-    that moved it to the cut table's next commit (when the raw views show it)."""
+def cut_figures(pool: DeltaLog, connector: str) -> dict:
+    """A raw pool's cut of `connector` (its transaction topic), from its Delta log: where its newest tagged
+    commit left it (END offset, transactions expired, partitions), and how many commits moved it."""
     from zync.transactions import CUT_TAG, Cut
 
-    # Ingest writes the cut table as the pool's first commit leaves it (no cut yet) before that commit, and
-    # after a commit only if the cut moved: a commit that leaves it where it was waits for no write.
     last, tagged, moved = Cut(), False, []
     for version in sorted(int(f.stem) for f in pool.log.glob("*.json") if f.stem.isdigit()):
         path = pool.log / f"{version:020d}.json"
@@ -908,23 +903,10 @@ def cut_figures(pool: DeltaLog, cut_table: DeltaLog, connector: str) -> dict:
             if cut != last:
                 moved.append(path.stat().st_mtime)
             last = cut
-    written = sorted(c.at for c in cut_table.commits())
-    delays = [written[i] - at for at in moved if (i := bisect.bisect_left(written, at)) < len(written)]
-    found: dict[str, Any] = {"pool_commits_moving_it": len(moved), "cut_table_commits": len(written)}
+    found: dict[str, Any] = {"pool_commits_moving_it": len(moved)}
     if tagged:
         found.update({"end_offset": last.end_offset, "expired": last.expired, "partitions": len(last.offsets)})
-    if delays:
-        found.update({"cut_write_p50_s": round(statistics.median(delays), 2), "cut_write_max_s": round(max(delays), 2)})
     return found
-
-
-def at_cut_table(visible: float | None, written: Sequence[float]) -> float | None:
-    """When a change the pool's commit at `visible` put behind the cut shows in its raw view: the cut table's
-    first commit from then on (`written`, sorted)."""
-    if visible is None:
-        return None
-    i = bisect.bisect_left(written, visible)
-    return written[i] if i < len(written) else None
 
 
 def latency_figures(pairs: list[tuple[float, float | None]], start: float, end: float, rate: float) -> dict:
@@ -1055,17 +1037,12 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     result["zync"] = latency_figures(ours, start, end, args.rate)
     result["jdbc_sink"] = latency_figures(theirs, start, end, args.rate)
     if connector is not None:
-        cut_table = DeltaLog(database / f"{pool}__cut", None)
-        result["cut"] = cut_figures(DeltaLog(database / pool, None), cut_table, connector)
+        result["cut"] = cut_figures(DeltaLog(database / pool, None), connector)
         if result["cut"].get("partitions") is not None and source.transactions:
             # Every END behind the cut: BEGIN and END of each transaction, the END last.
             result["cut"]["every_transaction_behind_it"] = result["cut"]["end_offset"] == 2 * len(
                 source.transaction_sizes) - 1
-        if "view" in result["mirror_kind"]:
-            written = sorted(c.at for c in cut_table.commits())
-            result["zync_at_cut_table"] = latency_figures([(p, at_cut_table(v, written)) for p, v in ours], start, end,
-                                                          args.rate)
-        print(f"  cut: {result['cut']}; at the cut table's commit: {result.get('zync_at_cut_table')}", flush=True)
+        print(f"  cut: {result['cut']}", flush=True)
     # Printed before the contents are read back: a read that fails keeps the figures.
     print(f"  latency: zync run {result['zync']}, JDBC sink {result['jdbc_sink']}\n"
           f"  memory: {memory}, Connect {result['connect_peak_mb']} MB", flush=True)

@@ -198,7 +198,7 @@ def render_sources(transforms: list[ReadsRawTables], sources: list[Path]) -> str
             "description": (f"Source transactions of the connector whose topics start with {prefix}.: Debezium's "
                             f"BEGIN and END events from Kafka topic {topic}, a view over raw pool {pool}. The "
                             "connector's pooled raw views stop at its cut, after the newest transaction whole in "
-                            f"the pool (its cut table: {pool}{CUT_TABLE_SUFFIX})."),
+                            f"the pool (its cut: the view {pool}{CUT_TABLE_SUFFIX})."),
             "meta": {"zync_topic": topic, POOL_META: pool, TRANSACTIONS_OF_META: prefix, "zync_read_by": []},
             "columns": RAW_COLUMNS,
         })

@@ -28,7 +28,6 @@ none; dead letters are for raw tables).
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import json
 import time
@@ -47,17 +46,16 @@ from ingest.data_file import NotDecodable
 from ingest.decode import Message
 from ingest.evolution import IncompatibleSchemaError, merge
 from ingest.pool_json import to_json
-from ingest.pool_view import view_sql
+from ingest.pool_view import cut_view_sql, view_sql
 from ingest.schemas import WriterSchemas
 from ingest.table import CHECKPOINT_INTERVAL_PROPERTY, RAW_CHECKPOINT_INTERVAL, RawTable, as_nullable
 from ingest.transaction_cut import CutState
 from zync import kafka_client
 from zync.config import Target
-from zync.delta_metadata import table_location
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
-from zync.transactions import (CUT_COLUMNS, CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of,
-                               cut_table_name)
+from zync.transactions import (CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of, cut_table_name,
+                               cut_topic, cut_value)
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
@@ -103,9 +101,9 @@ class PoolIngest:
         self.transactions = dict(transactions or {})
         self.expire_after_s = expire_after_s
         self.cuts: dict[str, CutState] = {}  # transaction topic -> its connector's cut, once resumed
-        self.cut_table = cut_table_name(pool) if self.transactions else None
-        self._cuts_written: str | None = None  # the cuts the cut table holds, as this ingest wrote them
-        self._cut_location: str | None = None
+        self.cut_table = cut_table_name(pool) if self.transactions else None  # a view of the pool's cut rows
+        self._cut_view_made = False
+        self._cuts_in_pool: dict[str, Cut] = {}  # transaction topic -> its newest cut row in the pool
         self.spark = spark
         self.pool = RawTable(spark, name=pool)
         self.views = dict(views)
@@ -143,14 +141,15 @@ class PoolIngest:
             if self.transactions:
                 tag = self.pool.newest_tag(CUT_TAG, self.pool.read_version)
                 stored_cuts = {t: Cut.from_dict(c) for t, c in json.loads(tag).items()} if tag else {}
+                # The tag and the cut row are of one commit; a pool without cut rows yet gets its cut's row
+                # with the next commit.
+                self._cuts_in_pool = {t: c for t, c in stored_cuts.items() if (cut_topic(t), 0) in self.next_offsets}
         for transaction_topic, prefix in self.transactions.items():
             cut = self.cuts[transaction_topic] = CutState(prefix, self._takes, stored_cuts.get(transaction_topic),
                                                           self.expire_after_s)
             if self.pool.exists():
                 self._replay_past(transaction_topic, cut)
         self._resumed = True
-        if self.cuts and self.pool.exists():
-            self._write_cuts()
 
     def _takes(self, topic: str) -> bool:
         return topic in self.views
@@ -212,8 +211,8 @@ class PoolIngest:
         if not rows:
             return result
         self._ensure_pool()
-        if self.cuts and self._cuts_written is None:
-            self._write_cuts()  # the views read it: there before them, and as the pool's last commit left it
+        if self.cuts and not self._cut_view_made:
+            self._ensure_cut_view()  # the data views read it
         for topic in sorted(changed | {t for t, _, _ in rows if t not in self._views_checked}):
             self._ensure_view(topic, replace=topic in changed)
         if changed:
@@ -227,44 +226,49 @@ class PoolIngest:
             self.pool.note_with_next_append({CHECKPOINT_INTERVAL_PROPERTY: str(self.checkpoint_interval),
                                              **({} if changed else {CHANGED_PROPERTY: "[]"})})
         where = f"{len(rows)} records of {len({t for t, _, _ in rows})} topics"
+        data_rows = rows
+        cut_rows: list[tuple[str, Message, tuple]] = []
+        if self.cuts:
+            tag = self._advance_cuts(rows)
+            cut_rows = self._cut_rows()
+            rows = sorted(rows + cut_rows, key=lambda row: (row[0], row[1].partition, row[1].offset))
         tags = _tags(rows)
         if self.cuts:
-            tags[CUT_TAG] = self._advance_cuts(rows)
+            tags[CUT_TAG] = tag
         if not self.pool.append_rows(lambda schema: _arrow(rows, schema), where, tags=tags):
             raise ZyncError(f"raw pool {self.label} cannot take rows written in Python: {self.pool.declined}")
         for topic, message, _ in rows:
             key = (topic, message.partition)
             self.next_offsets[key] = max(self.next_offsets.get(key, 0), message.offset + 1)
+        for topic, _, _ in data_rows:
             result.records[topic] = result.records.get(topic, 0) + 1
-        if self.cuts:
-            self._write_cuts()
+        self._cuts_in_pool.update({t: self.cuts[t].cut for t in self.cuts
+                                   if any(row[0] == cut_topic(t) for row in cut_rows)})
         return result
 
-    def _write_cuts(self) -> None:
-        """The cut table as the connectors' cuts stand, if they moved since it was written.
+    def _cut_rows(self) -> list[tuple[str, Message, tuple]]:
+        """A row for each connector whose cut moved since the pool's newest row of it: the commit that
+        takes the changes behind a cut carries the cut (zync/transactions.py)."""
+        now_ms = int(time.time() * 1000)
+        rows = []
+        for transaction_topic, state in sorted(self.cuts.items()):
+            if self._cuts_in_pool.get(transaction_topic) == state.cut:
+                continue
+            topic = cut_topic(transaction_topic)
+            # No Kafka timestamp: the file's times stay its records' (what freshness reads).
+            message = Message(topic, 0, self.next_offsets.get((topic, 0), 0), 0, None, None, None, None)
+            rows.append((topic, message, (None, json.dumps(cut_value(transaction_topic, state.cut, now_ms),
+                                                           separators=(",", ":"), sort_keys=True))))
+        return rows
 
-        After the pool's commit: until then the views show the rows up to the earlier cut, so a
-        reader never sees a transaction half. A run that stops in between leaves the cut in the pool
-        commit's tag, which the next resume writes here."""
-        cuts = {topic: cut.cut for topic, cut in sorted(self.cuts.items())}
-        text = json.dumps({t: c.to_dict() for t, c in cuts.items()}, sort_keys=True)
-        if text == self._cuts_written:
-            return
-        now = dt.datetime.now(dt.timezone.utc)
-        rows = [(topic, cut.transaction, _instant(cut.committed_ms), cut.end_offset, cut.expired, now,
-                 {t: {p: o for (tt, p), o in cut.offsets.items() if tt == t} for t in {t for t, _ in cut.offsets}})
-                for topic, cut in cuts.items()]
-        schema = ", ".join(f"{name} {kind}" for name, kind in CUT_COLUMNS)
-        frame = self.spark.createDataFrame(rows, schema).coalesce(1)
-        if self._cut_location is None and not self.spark.catalog.tableExists(self.cut_table):
-            frame.write.format("delta").saveAsTable(self.cut_table)
-        else:
-            if self._cut_location is None:
-                quoted = ".".join(f"`{part}`" for part in self.cut_table.split("."))
-                self._cut_location = table_location(self.spark, quoted)
-            # By location: the catalog's entry stays as it is (a by-name overwrite alters it each time).
-            frame.write.format("delta").mode("overwrite").save(self._cut_location)
-        self._cuts_written = text
+    def _ensure_cut_view(self) -> None:
+        """The pool's cut view (<pool>__cut), made once a process, before the data views that join it."""
+        if self.spark.catalog.tableExists(self.cut_table) and \
+                self.spark.catalog.getTable(self.cut_table).tableType != "VIEW":
+            # Where the cut was once a table of its own (written after the pool's commit): the pool holds it now.
+            self.spark.sql(f"drop table {_quoted(self.cut_table)}")
+        self.spark.sql(cut_view_sql(self.cut_table, self.pool.name))
+        self._cut_view_made = True
 
     def _advance_cuts(self, rows: list[tuple[str, Message, tuple]]) -> str:
         """Every connector's cut after this batch (the tag its commit carries, CUT_TAG)."""
@@ -392,8 +396,8 @@ class PoolIngest:
         self.consumer.close()
 
 
-def _instant(ms: int | None) -> dt.datetime | None:
-    return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+def _quoted(name: str) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
 
 
 def _type(text: str | None) -> T.DataType | None:

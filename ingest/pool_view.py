@@ -12,6 +12,8 @@ from __future__ import annotations
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from zync.transactions import CUT_TOPIC_PREFIX, CUT_VALUE_DDL
+
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
@@ -68,6 +70,38 @@ def view_sql(view: str, pool: str, topic: str, key_type: T.DataType, value_type:
                              on=exp.LTE(this=_kafka("offset"), expression=bound), join_type="inner")
     create = exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select)
     return create.sql(dialect="spark")
+
+
+def cut_view_sql(view: str, pool: str) -> str:
+    """CREATE OR REPLACE VIEW `view` (database.name): each connector's newest cut of `pool`, from its cut
+    rows (zync/transactions.py), in the columns CUT_COLUMNS names.
+
+    A data view that joins it reads the pool twice in one query, and so at one version: the rows and the
+    cut the same commit left."""
+    newest = (exp.select(exp.alias_(exp.Anonymous(this="from_json", expressions=[
+                  exp.Anonymous(this="max_by", expressions=[exp.column("value", table="pool", quoted=True),
+                                                            _kafka("offset")]),
+                  exp.Literal.string(CUT_VALUE_DDL)]), "cut", quoted=True))
+              .from_(exp.alias_(_table(pool), "pool", quoted=True))
+              .where(exp.Like(this=_kafka("topic"), expression=exp.Literal.string(CUT_TOPIC_PREFIX + "%")))
+              .group_by(_kafka("topic")))
+
+    def field(name: str) -> exp.Expression:
+        return exp.Dot(this=exp.column("cut", table="zync_cuts", quoted=True), expression=exp.to_identifier(name, quoted=True))
+
+    def instant(name: str) -> exp.Expression:
+        return exp.Anonymous(this="timestamp_millis", expressions=[field(name)])
+
+    partition, offset, topic, parts = (exp.to_identifier(n, quoted=True) for n in ("partition", "offset", "topic", "parts"))
+    int_keys = exp.Anonymous(this="transform_keys", expressions=[
+        exp.column(parts), exp.Lambda(this=exp.cast(exp.column(partition), "INT"), expressions=[partition, offset])])
+    offsets = exp.Anonymous(this="transform_values", expressions=[
+        field("offsets"), exp.Lambda(this=int_keys, expressions=[topic, parts])])
+    columns = {"connector": field("connector"), "transaction": field("transaction"),
+               "committed_at": instant("committed_ms"), "end_offset": field("end_offset"), "expired": field("expired"),
+               "cut_at": instant("cut_ms"), "offsets": offsets}
+    select = exp.select(*(exp.alias_(value, name, quoted=True) for name, value in columns.items())).from_(exp.alias_(exp.Subquery(this=newest), "zync_cuts", quoted=True))
+    return exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select).sql(dialect="spark")
 
 
 def _kafka_column() -> exp.Expression:

@@ -286,7 +286,7 @@ def mirror_status(spark, target: Target, source: Path, mirror, table: str | None
 
 
 def _cut_text(spark, target: Target, mirror) -> str | None:
-    """Where a `consistency: transaction` mirror's connector's cut stands, from its pool's cut table."""
+    """Where a `consistency: transaction` mirror's connector's cut stands, from its pool's cut view."""
     if not (getattr(mirror, "transactions", None) and mirror.pool):
         return None
     table = _table_name(target, cut_table_name(mirror.pool))

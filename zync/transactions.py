@@ -32,16 +32,34 @@ CUT_TAG = "zync.pool.cut"  # a raw pool file's tag: {transaction topic: the cut 
 # transaction topic's own source, its connector's topic prefix.
 TRANSACTIONS_META = "zync_transactions"
 TRANSACTIONS_OF_META = "zync_transactions_of"
-# A raw pool's cut table, <pool>__cut: one row per connector, replaced as its cut moves (its versions are the
-# cut's history). Pooled raw views of the connector's topics show their rows up to it (ingest/pool_view.py).
+# A connector's cut is kept in the raw pool itself, as a row of the pool commit that moves it: its topic is
+# CUT_TOPIC_PREFIX + the transaction topic (a name Kafka cannot give a topic), its offset counts the cut's
+# moves, its value the cut (cut_value). So a reader's query sees the rows and the cut of one pool version:
+# Delta pins one snapshot of a table per query. The pool's view <pool>__cut shows each connector's newest
+# cut (CUT_COLUMNS); the cut rows before it are the cut's history. Pooled raw views of the connector's
+# topics show their rows up to it (ingest/pool_view.py).
+CUT_TOPIC_PREFIX = "zync:cut:"
 CUT_TABLE_SUFFIX = "__cut"
 CUT_COLUMNS = (("connector", "string"), ("transaction", "string"), ("committed_at", "timestamp"),
                ("end_offset", "bigint"), ("expired", "bigint"), ("cut_at", "timestamp"),
                ("offsets", "map<string,map<int,bigint>>"))
+# A cut row's value as from_json reads it (JSON objects' keys are text: the partitions are cast after).
+CUT_VALUE_DDL = ("STRUCT<`connector`: STRING, `transaction`: STRING, `committed_ms`: BIGINT, `end_offset`: BIGINT, "
+                 "`expired`: BIGINT, `cut_ms`: BIGINT, `offsets`: MAP<STRING, MAP<STRING, BIGINT>>>")
 
 
 def cut_table_name(pool: str) -> str:
     return pool + CUT_TABLE_SUFFIX
+
+
+def cut_topic(transaction_topic: str) -> str:
+    """The pool topic of a connector's cut rows."""
+    return CUT_TOPIC_PREFIX + transaction_topic
+
+
+def cut_value(transaction_topic: str, cut: "Cut", cut_ms: int) -> dict:
+    """A cut row's value (CUT_VALUE_DDL): the cut, its connector and when ingest reached it."""
+    return {"connector": transaction_topic, **cut.to_dict(), "cut_ms": cut_ms}
 
 
 # Debezium's PostgreSQL connector names a transaction `<xid>:<lsn>` with the LSN of the event at hand, so the

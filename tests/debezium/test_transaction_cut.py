@@ -9,12 +9,13 @@ whole, the cut takes it; a restart in between resumes the cut from the pool and 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ingest.pool import PoolIngest
 from ingest.table import RawTable
 from zync import kafka_client
 from zync.tables import raw_table_name
-from zync.transactions import CUT_TAG, Cut, transaction_key
+from zync.transactions import CUT_TAG, Cut, cut_topic, transaction_key
 
 PREFIX = "txcut"
 ORDERS, LINES, TRANSACTIONS = f"{PREFIX}.public.orders", f"{PREFIX}.public.lines", f"{PREFIX}.transaction"
@@ -103,6 +104,29 @@ def test_the_pool_keeps_a_cut_of_whole_transactions_through_a_restart(debezium, 
         again.close()
     last = _stored_cut(spark)
     assert last.end_offset == 5 and last.offsets[(ORDERS, 0)] == 2 and last.offsets[(LINES, 0)] >= 4
+    # The cut rides in the pool's own commits: each commit that moved it holds a row of it, equal to the
+    # tag of that commit; the rows are the cut's history (the snapshot's, the two whole transactions', the
+    # third's), and the cut view shows the newest.
+    history = spark.sql(f"select kafka.offset, value, _metadata.file_path as file from {POOL} "
+                        f"where kafka.topic = '{cut_topic(TRANSACTIONS)}' order by kafka.offset").collect()
+    cuts = [Cut.from_dict(json.loads(r["value"])) for r in history]
+    assert [r["offset"] for r in history] == list(range(len(history)))
+    assert [c.end_offset for c in cuts] == [-1, 3, 5] and cuts[0] == half and cuts[1] == whole and cuts[-1] == last
+    for r in history:
+        (tag,) = [json.loads(t)[TRANSACTIONS] for t in _file_tags(spark, r["file"])]
+        assert Cut.from_dict(tag) == Cut.from_dict(json.loads(r["value"]))
+    (row,) = spark.table(f"{POOL}__cut").collect()
+    assert row["end_offset"] == 5 and row["offsets"] == {ORDERS: {0: 2}, LINES: {0: last.offsets[(LINES, 0)]}}
+
+
+def _file_tags(spark, file_path: str) -> list[str]:
+    """The cut tags of the pool log's add actions of the data file at `file_path`."""
+    location = spark.sql(f"describe detail {POOL}").first()["location"].rstrip("/")
+    name = file_path.rstrip("/").rsplit("/", 1)[-1]
+    log = Path(location.removeprefix("file:")) / "_delta_log"
+    return [add["tags"][CUT_TAG] for commit in sorted(log.glob("*.json"))
+            for add in (json.loads(line).get("add") for line in commit.read_text().splitlines())
+            if add and add["path"].rsplit("/", 1)[-1] == name and CUT_TAG in (add.get("tags") or {})]
 
 
 RUN_PREFIX = "txrun"

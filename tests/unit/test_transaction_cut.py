@@ -113,3 +113,18 @@ def test_a_transaction_of_100000_changes_spread_over_batches_shows_at_once():
     after = cut.advance(now=11)
     assert after.end_offset == 1 and after.offsets == {(LINES, 0): 99_999, (ORDERS, 0): 0}
     assert cut.waiting_changes == 0
+
+
+def test_a_connector_without_transaction_metadata_shows_its_changes_as_they_come():
+    """Without provide.transaction.metadata the values carry no transaction block and no BEGIN or END
+    arrives: each change is behind the cut as soon as the pool takes it, and the cut names no
+    transaction (what `zync etl status` reports)."""
+    cut = state()
+    values = [{"op": "c", "after": {"id": 1}, "source": {"snapshot": "false"}},
+              {"op": "u", "after": {"id": 1}, "source": {"snapshot": "false"}}]
+    cut.changes([change_of(ORDERS, 0, offset, value) for offset, value in enumerate(values)]
+                + [change_of(LINES, 1, 7, {"op": "c", "after": {"id": 9}, "source": {}})])
+    after = cut.advance(now=0)
+    assert after.offsets == {(ORDERS, 0): 1, (LINES, 1): 7}
+    assert (after.end_offset, after.transaction, after.committed_ms) == (-1, None, None)
+    assert cut.waiting_transactions == 0 and cut.waiting_changes == 0

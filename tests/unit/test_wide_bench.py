@@ -16,7 +16,6 @@ from bench.wide import (
     MirrorLog,
     Source,
     arrival_visible,
-    at_cut_table,
     backlog,
     commit_reach,
     explicit_mirror_file,
@@ -203,9 +202,6 @@ def test_a_pool_commit_under_a_cut_reaches_the_cut_not_its_rows(tmp_path):
     write_log(tmp_path / "pool", [[pool_add({a: 10}, {connector: Cut().to_dict()})], commit], [1000.0, 1003.0])
     mirror = MirrorLog(tmp_path, "m", "pool", {"m": 990.0}.get, a, connector)
     assert visible_at(mirror.commits(), 0, 7) == 1003.0 and visible_at(mirror.commits(), 0, 8) is None
-    # The raw views show it once the cut table is written after that commit.
-    assert at_cut_table(1003.0, [1000.5, 1003.4, 1005.0]) == 1003.4
-    assert at_cut_table(1006.0, [1000.5, 1003.4, 1005.0]) is None and at_cut_table(None, [1.0]) is None
 
 
 def recorded_source(tables: int = 6, seed: int = 1) -> tuple[Source, list[tuple[str, int, dict | None]]]:
@@ -286,7 +282,7 @@ def test_the_pattern_entry_can_ask_for_whole_transactions(tmp_path):
         (t, "raw_pool_w003up", "w003up.transaction") for t in topics]
 
 
-def test_the_cut_figures_count_the_commits_that_moved_it_and_the_cut_tables_write_after_each(tmp_path):
+def test_the_cut_figures_count_the_commits_that_moved_it(tmp_path):
     from bench.wide import DeltaLog, cut_figures
     from zync.transactions import Cut
 
@@ -294,7 +290,5 @@ def test_the_cut_figures_count_the_commits_that_moved_it_and_the_cut_tables_writ
     cuts = [Cut(), Cut(1, "1001", 5, {(a, 0): 3}), Cut(1, "1001", 5, {(a, 0): 3}), Cut(3, "1002", 6, {(a, 0): 5})]
     write_log(tmp_path / "pool", [[pool_add({a: 9}, {connector: c.to_dict()})] for c in cuts],
               [1000.0, 1002.0, 1004.0, 1006.0])
-    write_log(tmp_path / "pool__cut", [[{"add": {"path": "p"}}]] * 3, [999.0, 1003.0, 1006.5])
-    found = cut_figures(DeltaLog(tmp_path / "pool", None), DeltaLog(tmp_path / "pool__cut", None), connector)
-    assert found == {"pool_commits_moving_it": 2, "cut_table_commits": 3, "end_offset": 3, "expired": 0,
-                     "partitions": 1, "cut_write_p50_s": 0.75, "cut_write_max_s": 1.0}
+    found = cut_figures(DeltaLog(tmp_path / "pool", None), connector)
+    assert found == {"pool_commits_moving_it": 2, "end_offset": 3, "expired": 0, "partitions": 1}
