@@ -46,7 +46,7 @@ from ingest.data_file import NotDecodable
 from ingest.decode import Message
 from ingest.evolution import IncompatibleSchemaError, merge
 from ingest.pool_json import to_json
-from ingest.pool_view import cut_view_sql, view_sql
+from ingest.pool_view import cut_view_sql, cuts_view_sql, view_sql
 from ingest.schemas import WriterSchemas
 from ingest.table import CHECKPOINT_INTERVAL_PROPERTY, RAW_CHECKPOINT_INTERVAL, RawTable, as_nullable
 from ingest.transaction_cut import CutState
@@ -55,7 +55,7 @@ from zync.config import Target
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
 from zync.transactions import (CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of, cut_table_name,
-                               cut_topic, cut_value)
+                               cut_topic, cut_value, cuts_view_name)
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
@@ -262,12 +262,14 @@ class PoolIngest:
         return rows
 
     def _ensure_cut_view(self) -> None:
-        """The pool's cut view (<pool>__cut), made once a process, before the data views that join it."""
+        """The pool's cut views (<pool>__cut, <pool>__cuts), made once a process, before the data views that
+        join the first."""
         if self.spark.catalog.tableExists(self.cut_table) and \
                 self.spark.catalog.getTable(self.cut_table).tableType != "VIEW":
             # Where the cut was once a table of its own (written after the pool's commit): the pool holds it now.
             self.spark.sql(f"drop table {_quoted(self.cut_table)}")
         self.spark.sql(cut_view_sql(self.cut_table, self.pool.name))
+        self.spark.sql(cuts_view_sql(cuts_view_name(self.pool.name), self.pool.name))
         self._cut_view_made = True
 
     def _advance_cuts(self, rows: list[tuple[str, Message, tuple]]) -> str:

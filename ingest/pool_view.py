@@ -77,15 +77,36 @@ def cut_view_sql(view: str, pool: str) -> str:
     rows (zync/transactions.py), in the columns CUT_COLUMNS names.
 
     A data view that joins it reads the pool twice in one query, and so at one version: the rows and the
-    cut the same commit left."""
-    newest = (exp.select(exp.alias_(exp.Anonymous(this="from_json", expressions=[
-                  exp.Anonymous(this="max_by", expressions=[exp.column("value", table="pool", quoted=True),
-                                                            _kafka("offset")]),
-                  exp.Literal.string(CUT_VALUE_DDL)]), "cut", quoted=True))
-              .from_(exp.alias_(_table(pool), "pool", quoted=True))
-              .where(exp.Like(this=_kafka("topic"), expression=exp.Literal.string(CUT_TOPIC_PREFIX + "%")))
-              .group_by(_kafka("topic")))
+    cut the same commit left. Only each connector's newest row is parsed."""
+    newest = (exp.select(exp.alias_(_parsed_cut(exp.Anonymous(this="max_by", expressions=[
+                  exp.column("value", table="pool", quoted=True), _kafka("offset")])), "cut", quoted=True))
+              .from_(exp.alias_(_table(pool), "pool", quoted=True)).where(_is_cut_row()).group_by(_kafka("topic")))
+    select = exp.select(*_cut_columns()).from_(exp.alias_(exp.Subquery(this=newest), "zync_cuts", quoted=True))
+    return exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select).sql(dialect="spark")
 
+
+def cuts_view_sql(view: str, pool: str) -> str:
+    """CREATE OR REPLACE VIEW `view` (database.name): every cut of `pool`'s connectors, the cut's history:
+    CUT_COLUMNS and `position`, the cut row's place among its connector's (ascending as the cut moved)."""
+    parsed = (exp.select(exp.alias_(_parsed_cut(exp.column("value", table="pool", quoted=True)), "cut", quoted=True),
+                         exp.alias_(_kafka("offset"), "position", quoted=True))
+              .from_(exp.alias_(_table(pool), "pool", quoted=True)).where(_is_cut_row()))
+    select = (exp.select(*_cut_columns(), exp.alias_(exp.column("position", table="zync_cuts", quoted=True),
+                                                     "position", quoted=True))
+              .from_(exp.alias_(exp.Subquery(this=parsed), "zync_cuts", quoted=True)))
+    return exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select).sql(dialect="spark")
+
+
+def _is_cut_row() -> exp.Expression:
+    return exp.Like(this=_kafka("topic"), expression=exp.Literal.string(CUT_TOPIC_PREFIX + "%"))
+
+
+def _parsed_cut(value: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this="from_json", expressions=[value, exp.Literal.string(CUT_VALUE_DDL)])
+
+
+def _cut_columns() -> list[exp.Expression]:
+    """CUT_COLUMNS of a parsed cut row `zync_cuts`.`cut`."""
     def field(name: str) -> exp.Expression:
         return exp.Dot(this=exp.column("cut", table="zync_cuts", quoted=True), expression=exp.to_identifier(name, quoted=True))
 
@@ -100,8 +121,7 @@ def cut_view_sql(view: str, pool: str) -> str:
     columns = {"connector": field("connector"), "transaction": field("transaction"),
                "committed_at": instant("committed_ms"), "end_offset": field("end_offset"), "expired": field("expired"),
                "cut_at": instant("cut_ms"), "offsets": offsets}
-    select = exp.select(*(exp.alias_(value, name, quoted=True) for name, value in columns.items())).from_(exp.alias_(exp.Subquery(this=newest), "zync_cuts", quoted=True))
-    return exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select).sql(dialect="spark")
+    return [exp.alias_(value, name, quoted=True) for name, value in columns.items()]
 
 
 def _kafka_column() -> exp.Expression:

@@ -36,8 +36,8 @@ TRANSACTIONS_OF_META = "zync_transactions_of"
 # CUT_TOPIC_PREFIX + the transaction topic (a name Kafka cannot give a topic), its offset counts the cut's
 # moves, its value the cut (cut_value). So a reader's query sees the rows and the cut of one pool version:
 # Delta pins one snapshot of a table per query. The pool's view <pool>__cut shows each connector's newest
-# cut (CUT_COLUMNS); the cut rows before it are the cut's history. Pooled raw views of the connector's
-# topics show their rows up to it (ingest/pool_view.py).
+# cut (CUT_COLUMNS); the view <pool>__cuts shows every cut row, the cut's history. Pooled raw views of the
+# connector's topics show their rows up to the newest (ingest/pool_view.py).
 CUT_TOPIC_PREFIX = "zync:cut:"
 CUT_TABLE_SUFFIX = "__cut"
 CUT_COLUMNS = (("connector", "string"), ("transaction", "string"), ("committed_at", "timestamp"),
@@ -48,8 +48,15 @@ CUT_VALUE_DDL = ("STRUCT<`connector`: STRING, `transaction`: STRING, `committed_
                  "`expired`: BIGINT, `cut_ms`: BIGINT, `offsets`: MAP<STRING, MAP<STRING, BIGINT>>>")
 
 
+CUTS_VIEW_SUFFIX = "__cuts"  # the pool's view of every cut row (the cuts' history), `position` ascending
+
+
 def cut_table_name(pool: str) -> str:
     return pool + CUT_TABLE_SUFFIX
+
+
+def cuts_view_name(pool: str) -> str:
+    return pool + CUTS_VIEW_SUFFIX
 
 
 def cut_topic(transaction_topic: str) -> str:

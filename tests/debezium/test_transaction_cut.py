@@ -208,3 +208,35 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
     assert cli.main(["from-kafka", "--topic", f"{RUN_PREFIX}.public.orders", "--topic", f"{RUN_PREFIX}.public.lines",
                      "--exit-after", "0"]) == 0
     assert _state(spark) == ({2: 21, 3: 30}, {2: [5, 15, 1], 3: [3]})
+
+    # Every past cut: both mirrors as they stood at it (zync_mirror_at_cut) are a state the source passed
+    # through (or nothing, before the snapshot is whole), in the source's order, the newest cut the last state.
+    states = [({}, {}), ({1: 10}, {1: [10]}), ({1: 10, 2: 20}, {1: [10], 2: [5, 15]}),
+              ({1: 10, 2: 21}, {1: [10], 2: [5, 15, 1]}), ({2: 21}, {2: [5, 15, 1]}),
+              ({2: 21, 3: 30}, {2: [5, 15, 1], 3: [3]})]
+    cuts = spark.sql(f"select position, committed_at from zync.raw_txrun__cuts where connector = '{connector}' "
+                     "order by position").collect()
+    assert [c["position"] for c in cuts] == list(range(len(cuts))) and len(cuts) >= 3
+    at_cuts = [_state_at(project, spark, cut=c["position"]) for c in cuts]
+    found = [states.index(state) for state in at_cuts]  # a state not in the list fails here
+    assert found == sorted(found) and found[-1] == len(states) - 1, at_cuts
+    newest = cuts[-1]["committed_at"].strftime("%Y-%m-%d %H:%M:%S.%f")
+    assert _state_at(project, spark, at=f"timestamp'{newest}'") == states[-1]
+
+
+def _state_at(project, spark, **cut) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """_state's two mirrors as they stood at one past cut: zync_mirror_at_cut, compiled by dbt and run."""
+    arguments = ", ".join(f"{name}={value!r}" for name, value in cut.items())
+    sql = (f"with orders as ({{{{ zync_mirror_at_cut('txrun_orders', {arguments}) }}}}), "
+           f"lines as ({{{{ zync_mirror_at_cut('txrun_lines', {arguments}) }}}}) "
+           "select 'order' as side, id, total as value, 0 as line from orders "
+           "union all select 'line', order_id, qty, id from lines")
+    (result,) = project.dbt("compile", "--inline", sql).results
+    orders: dict[int, int] = {}
+    lines: dict[int, list[int]] = {}
+    for r in spark.sql(result.node.compiled_code).orderBy("side", "line").collect():
+        if r["side"] == "order":
+            orders[r["id"]] = r["value"]
+        else:
+            lines.setdefault(r["id"], []).append(r["value"])
+    return orders, lines
