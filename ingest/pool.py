@@ -55,7 +55,7 @@ from zync.config import Target
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
 from zync.transactions import (CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of, cut_table_name,
-                               cut_topic, cut_value, cuts_view_name)
+                               cut_fields, cut_topic, cut_value, cuts_view_name)
 from zync.wire import HEADER, DecodeError, Registry
 
 POOL_COLUMNS_TYPE = T.StringType()  # a pool's key and value: JSON text
@@ -104,6 +104,9 @@ class PoolIngest:
         self.cut_table = cut_table_name(pool) if self.transactions else None  # a view of the pool's cut rows
         self._cut_view_made = False
         self._cuts_in_pool: dict[str, Cut] = {}  # transaction topic -> its newest cut row in the pool
+        # What the cuts read of this batch's values, (topic, partition, offset) -> cut_fields(value), taken
+        # as they are decoded: parsing every value's JSON again would hold a whole batch's values at once.
+        self._cut_fields: dict[tuple[str, int, int], dict | None] = {}
         self.spark = spark
         self.pool = RawTable(spark, name=pool)
         self.views = dict(views)
@@ -283,7 +286,9 @@ class PoolIngest:
             connector = topic if topic in self.cuts else self._connector_of(topic)
             if connector is not None:
                 by_connector.setdefault(connector, []).append(
-                    (topic, message.partition, message.offset, None if texts[1] is None else json.loads(texts[1])))
+                    (topic, message.partition, message.offset,
+                     self._cut_fields.get((topic, message.partition, message.offset))))
+        self._cut_fields.clear()
         now = time.monotonic()
         for connector, records in by_connector.items():
             self._feed(connector, records)
@@ -370,6 +375,8 @@ class PoolIngest:
             raise
         except Exception as e:  # noqa: BLE001 - fastavro raises many kinds for corrupt bytes
             raise DecodeError(f"{part}: cannot decode with writer schema id {schema_id}: {e}") from None
+        if part == "value" and self.cuts and (message.topic in self.cuts or self._connector_of(message.topic)):
+            self._cut_fields[(message.topic, message.partition, message.offset)] = cut_fields(datum)
         return to_json(datum)
 
     # --- the pool and its views --------------------------------------------------

@@ -138,6 +138,17 @@ class Cut:
                    int(data.get("expired", 0)))
 
 
+def cut_fields(value: dict | None) -> dict | None:
+    """What change_of and boundary_of read of a decoded Debezium value (a change's or a transaction
+    topic's event), so that the rest of it need not be kept."""
+    if not isinstance(value, dict):
+        return None
+    source = value.get("source")
+    return {"transaction": value.get("transaction"),
+            "source": {"snapshot": source.get("snapshot")} if isinstance(source, dict) else None,
+            **{k: value[k] for k in ("status", "id", "ts_ms", "data_collections") if k in value}}
+
+
 def change_of(topic: str, partition: int, offset: int, value: dict | None) -> Change:
     """A data change's place in its source transaction, from its decoded Debezium value (None: a tombstone)."""
     if value is None:

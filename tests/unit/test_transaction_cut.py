@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from ingest.transaction_cut import CutState
-from zync.transactions import END, SNAPSHOT, Boundary, Change, Cut, boundary_of, change_of, connector_prefix
+from zync.transactions import (END, SNAPSHOT, Boundary, Change, Cut, boundary_of, change_of, connector_prefix,
+                               cut_fields)
 
 ORDERS, LINES, AUDIT = "pg.public.orders", "pg.public.lines", "pg.public.audit"
 
@@ -128,3 +129,21 @@ def test_a_connector_without_transaction_metadata_shows_its_changes_as_they_come
     assert after.offsets == {(ORDERS, 0): 1, (LINES, 1): 7}
     assert (after.end_offset, after.transaction, after.committed_ms) == (-1, None, None)
     assert cut.waiting_transactions == 0 and cut.waiting_changes == 0
+
+
+def test_what_the_cut_keeps_of_a_value_reads_as_the_whole_value_does():
+    """The pool keeps only cut_fields of each decoded value for its cut; change_of and boundary_of read
+    the same from it as from the whole value, for Debezium's changes and transaction events."""
+    from testkit import debezium as dbz
+
+    block = dbz.source("pg", "db", "public", "orders", 1000, lsn=77)
+    streamed = dbz.event("u", {"id": 1, "note": "x" * 1000}, {"id": 1, "note": None}, block, 1001,
+                         transaction=dbz.transaction_block(dbz.transaction_id(571, 77), 2, 1))
+    snapshot_last = dbz.event("r", {"id": 2}, None, dbz.source("pg", "db", "public", "orders", 999, snapshot="last"), 999)
+    plain = dbz.event("c", {"id": 3}, None, block, 1002)
+    for value in (streamed, snapshot_last, plain, None):
+        assert change_of(ORDERS, 0, 5, cut_fields(value)) == change_of(ORDERS, 0, 5, value)
+    assert "after" not in cut_fields(streamed) and "before" not in cut_fields(streamed)
+    for event in (dbz.transaction_event("BEGIN", dbz.transaction_id(571, 70), 1000),
+                  dbz.transaction_event("END", dbz.transaction_id(571, 90), 1003, {"public.orders": 2})):
+        assert boundary_of(3, cut_fields(event)) == boundary_of(3, event)
