@@ -220,8 +220,9 @@ def expand_patterns(files: list[MirrorFile], topics: Iterable[str]) -> list[Mirr
                 for name in mirror.models:
                     if name in names:
                         other, where = names[name]
-                        raise TransformError(pattern.where, f"topics {other!r} and {topic!r} would both make a model "
-                                             f"named {name!r} (the other at {where}): give this entry a `name:` "
+                        made_as = "be mirrored as" if name == mirror.model else "make the history model"
+                        raise TransformError(pattern.where, f"topics {other!r} and {topic!r} would both {made_as} "
+                                             f"{name!r} (the other at {where}): give this entry a `name:` "
                                              "template that tells them apart, e.g. '{schema}_{table}' or '{topic}', "
                                              "or name one topic in an entry of its own")
                 for name in mirror.models:
