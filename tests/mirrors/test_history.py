@@ -186,6 +186,10 @@ def test_history_keeps_every_version_and_repairs_late_changes(target, spark, sch
     spark.sql(f"insert into zync.{RAW} select * from zync.{RAW} where kafka.offset >= 6")
     run_all(project)
     assert (versions(spark, HISTORY), versions(spark, NR_HISTORY)) == before
+    # A rebuild from the raw history (records twice at one Kafka position, changes sent again, late ones)
+    # makes the same versions the runs made one batch at a time.
+    project.dbt("run", "--full-refresh", "--select", HISTORY, NR_HISTORY)
+    assert (versions(spark, HISTORY), versions(spark, NR_HISTORY)) == before
 
     # A mirror applies a key's changes in Kafka order, its history in source order: with keys 2 and 3 changed
     # late by source position they differ, which the current-versions test finds; the others still pass.
@@ -193,7 +197,7 @@ def test_history_keeps_every_version_and_repairs_late_changes(target, spark, sch
     statuses = {r.node.name: str(r.status) for r in tested if r.node.name.startswith("zync_history")}
     failed = {name: r.failures for r in tested for name in [r.node.name] if statuses.get(name) == "fail"}
     assert len(statuses) == 6 and list(statuses.values()).count("pass") == 4, statuses
-    assert all(name.startswith("zync_history_current_is_mirror") for name in failed), failed
+    assert len(failed) == 2 and all(name.startswith("zync_history_current_is_mirror") for name in failed), failed
     # Keys 2 and 3, each once on either side.
     assert sorted(failed.values()) == [4, 4], failed
 
