@@ -13,11 +13,11 @@
   The columns: the key's and the row's, then valid_from, valid_to, the op
   and the transaction id of the version.
 
-  Source times order changes only as far as the database's clock does: a
-  reader that needs every mirror of a connector at one consistent point (no
-  half of a multi-table transaction) wants the all-mirrors form over the
-  transaction cut (docs: Source transactions), which this macro does not
-  give: it reads one table.
+  Not written yet: the all-mirrors form, every mirror of a connector as of
+  one time, consistent with the transaction cut (no half of a multi-table
+  transaction; docs: Source transactions). This macro reads one table at
+  its own source time, and source times order changes only as far as the
+  database's clock does.
 #}
 {% macro zync_as_of(mirror_relation, timestamp) -%}
   {{ return(adapter.dispatch('zync_as_of', 'zync')(mirror_relation, timestamp)) }}
