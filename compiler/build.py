@@ -228,7 +228,7 @@ def compile_transforms(paths: list[Path], project_root: Path, schemas: SchemaSou
                                  "which this compile was not given")
         mirror_files = mirrors.expand_project_patterns(mirror_files, topics(), project_root)
     transforms = [load_transform(p) for p in paths if p not in {m.path for m in mirror_files}]
-    generated_models = {t.model for t in transforms} | {m.model for f in mirror_files for m in f.mirrors}
+    generated_models = {t.model for t in transforms} | {name for f in mirror_files for m in f.mirrors for name in m.models}
     checked: dict[Path, CheckedTransform] = {}
     for t in transforms:
         found = check_fields(t, schemas) if schemas is not None else []

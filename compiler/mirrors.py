@@ -18,13 +18,17 @@ CDC table, how to key it, how to treat deletes and which columns to keep:
         pool: raw_pool                  # optional: the topic's records go to this raw pool, shared by
                                         # many topics (one commit a cycle for all; ingest/pool.py), and
                                         # its raw table is a view over the pool
+        history: true                   # optional: also a history model, <model>_history (one row per
+                                        # version of each key, SCD type 2; macros/history/)
+        hard_deletes: invalidate        # with history: a delete closes the key's last version
+                                        # (invalidate, the default) or adds a deleted version (new_record)
 
 An entry may name many topics at once, e.g. every table of a Debezium
 connector, with a regular expression instead of one topic:
 
       - topics: 'pg\.public\..*'      # every topic it fully matches gets a mirror
         name: '{table}_mirror'          # the model's name (default '{table}'), see TopicParts
-        delete: hard                    # delete, source-ts, types and pool as above
+        delete: hard                    # delete, source-ts, types, pool, history and hard_deletes as above
 
 Each matching topic gets a mirror with the defaults (primary key from the
 Kafka key, columns from value.after, raw table raw_<topic in snake case>).
@@ -74,8 +78,14 @@ MODELS_FOLDER = Path("models") / "mirrors"
 DELETE_MODES = ("hard", "soft")
 # The settings each kind of entry takes (docs/reference/mirror-yaml.md has a table of each).
 MIRROR_KEYS = frozenset({"model", "topic", "table", "delete", "primary-key", "source-ts", "columns", "types", "pool",
-                         "consistency", "transactions"})
-PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types", "pool", "consistency", "transactions"})
+                         "consistency", "transactions", "history", "hard_deletes"})
+PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types", "pool", "consistency", "transactions",
+                          "history", "hard_deletes"})
+# `hard_deletes:` of an entry with `history: true` (dbt 1.9's snapshot vocabulary): a delete closes its key's
+# last version (invalidate, the default) or also adds a version of its own, the row as deleted (new_record).
+HARD_DELETES = ("invalidate", "new_record")
+# A mirror's history model is named <mirror>HISTORY_SUFFIX.
+HISTORY_SUFFIX = "_history"
 CONSISTENCIES = ("topic", "transaction")  # `consistency:` each topic on its own (the default), or whole transactions
 # Columns the mirror adds itself; user columns may not start with this prefix.
 RESERVED_PREFIX = "_zync_"
@@ -108,6 +118,19 @@ class Mirror:
     pool: str | None = None  # the raw pool holding the topic's records (its raw table then a view), if any
     # `consistency: transaction`: its connector's transaction topic, whose cut its raw view stops at (zync/transactions.py)
     transactions: str | None = None
+    # `history: true`: the mirror also has a history model (history_model_name); hard_deletes as HARD_DELETES says
+    history: bool = False
+    hard_deletes: str = "invalidate"
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models the entry makes: the mirror, and its history model if it keeps one."""
+        return (self.model, history_model_name(self.model)) if self.history else (self.model,)
+
+
+def history_model_name(mirror_model: str) -> str:
+    """The name of a mirror's history model: `<mirror>_history`."""
+    return mirror_model + HISTORY_SUFFIX
 
 
 # The placeholders a pattern entry's `name:` template may use besides its expression's named groups.
@@ -141,6 +164,8 @@ class MirrorPattern:
     pool: str | None = None
     consistency: str = "topic"
     transactions: str | None = None  # the transaction topic `transactions:` names, if it does
+    history: bool = False
+    hard_deletes: str = "invalidate"
 
     def model_name(self, topic: str) -> str:
         """The model name of a matching topic's mirror; a TransformError if it is not a plain SQL name."""
@@ -157,7 +182,7 @@ class MirrorPattern:
                         if self.consistency == "transaction" else None)
         return Mirror(self.model_name(topic), topic, raw_table_name(topic), self.delete, None, None,
                       self.source_ts, self.where, self.types, pattern=self.topics.pattern, pool=self.pool,
-                      transactions=transactions)
+                      transactions=transactions, history=self.history, hard_deletes=self.hard_deletes)
 
 
 @dataclass(frozen=True)
@@ -182,7 +207,7 @@ def expand_patterns(files: list[MirrorFile], topics: Iterable[str]) -> list[Mirr
     """
     explicit = {m.topic for f in files for m in f.mirrors}
     claimed: dict[str, MirrorPattern] = {}
-    names: dict[str, tuple[str, Where]] = {m.model: (m.topic, m.where) for f in files for m in f.mirrors}
+    names: dict[str, tuple[str, Where]] = {name: (m.topic, m.where) for f in files for m in f.mirrors for name in m.models}
     expanded = []
     for f in files:
         made = []
@@ -192,13 +217,16 @@ def expand_patterns(files: list[MirrorFile], topics: Iterable[str]) -> list[Mirr
                     continue
                 claimed[topic] = pattern
                 mirror = pattern.mirror(topic)
-                if mirror.model in names:
-                    other, where = names[mirror.model]
-                    raise TransformError(pattern.where, f"topics {other!r} and {topic!r} would both be mirrored as "
-                                         f"{mirror.model!r} (the other at {where}): give this entry a `name:` "
-                                         "template that tells them apart, e.g. '{schema}_{table}' or '{topic}', or "
-                                         "name one topic in an entry of its own")
-                names[mirror.model] = (topic, pattern.where)
+                for name in mirror.models:
+                    if name in names:
+                        other, where = names[name]
+                        made_as = "be mirrored as" if name == mirror.model else "make the history model"
+                        raise TransformError(pattern.where, f"topics {other!r} and {topic!r} would both {made_as} "
+                                             f"{name!r} (the other at {where}): give this entry a `name:` "
+                                             "template that tells them apart, e.g. '{schema}_{table}' or '{topic}', "
+                                             "or name one topic in an entry of its own")
+                for name in mirror.models:
+                    names[name] = (topic, pattern.where)
                 made.append(mirror)
         expanded.append(replace(f, mirrors=f.mirrors + tuple(made), patterns=()))
     return expanded
@@ -274,8 +302,9 @@ def _pattern(path: Path, raw: dict, what: str) -> MirrorPattern:
                              f"name: {name}")
     types = _types(path, raw, what) if "types" in raw else ()
     consistency, transactions = _consistency(path, raw, what)
+    history, hard_deletes = _history(path, raw, what)
     return MirrorPattern(topics, name, _delete_mode(path, raw, what), _source_ts(path, raw, what), types,
-                         _where(path, raw), _pool(path, raw, what), consistency, transactions)
+                         _where(path, raw), _pool(path, raw, what), consistency, transactions, history, hard_deletes)
 
 
 def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
@@ -304,8 +333,29 @@ def _mirror(path: Path, raw: Any, index: int) -> Mirror | MirrorPattern:
     consistency, transactions = _consistency(path, raw, what)
     if consistency == "transaction":
         transactions = transactions or transaction_topic(connector_prefix(topic))
+    history, hard_deletes = _history(path, raw, what)
     return Mirror(model, topic, table, delete, primary_key, columns, source_ts, _where(path, raw), types,
-                  pool=_pool(path, raw, what), transactions=transactions)
+                  pool=_pool(path, raw, what), transactions=transactions, history=history, hard_deletes=hard_deletes)
+
+
+def _history(path: Path, raw: dict, what: str) -> tuple[bool, str]:
+    """`history:` (true or false) and `hard_deletes:` (HARD_DELETES, only beside `history: true`) of an entry."""
+    history = raw.get("history", False)
+    if not isinstance(history, bool):
+        raise TransformError(_where(path, raw, "history"), f"{what}: history is true or false (whether the mirror "
+                             "also keeps a history model, one row per version of each key)", f"history: {history!r}")
+    if "hard_deletes" not in raw:
+        return history, "invalidate"
+    hard_deletes = raw["hard_deletes"]
+    where = _where(path, raw, "hard_deletes")
+    if not history:
+        raise TransformError(where, f"{what}: hard_deletes says how the history model keeps deletes; "
+                             "add `history: true`, or leave hard_deletes out", f"hard_deletes: {hard_deletes}")
+    if hard_deletes not in HARD_DELETES:
+        raise TransformError(where, f"{what}: hard_deletes is invalidate (a delete closes the key's last version) "
+                             f"or new_record (a delete adds a version of its own), not {hard_deletes!r}",
+                             f"hard_deletes: {hard_deletes}")
+    return history, str(hard_deletes)
 
 
 def _consistency(path: Path, raw: dict, what: str) -> tuple[str, str | None]:
@@ -367,14 +417,22 @@ def load_mirrors(path: Path) -> MirrorFile:
     patterns = tuple(m for m in parsed if isinstance(m, MirrorPattern))
     seen: dict[str, Mirror] = {}
     for m in mirrors:
-        if m.model in seen:
-            raise TransformError(m.where, f"mirror model {m.model!r} is also defined at line {seen[m.model].where.line}")
-        seen[m.model] = m
+        for name in m.models:
+            if name in seen:
+                raise TransformError(m.where, f"model {name!r} (of mirror {m.model!r}) is also defined at line "
+                                     f"{seen[name].where.line}")
+            seen[name] = m
     # Everything renders now, so that a bad expression is reported at compile time.
     for m in mirrors:
         render_model(m, path)
+        if m.history:
+            render_history_model(m, path)
     for p in patterns:
-        render_model(Mirror("pattern_check", "topic", "raw_topic", p.delete, None, None, p.source_ts, p.where, p.types), path)
+        check = Mirror("pattern_check", "topic", "raw_topic", p.delete, None, None, p.source_ts, p.where, p.types,
+                       history=p.history, hard_deletes=p.hard_deletes)
+        render_model(check, path)
+        if check.history:
+            render_history_model(check, path)
     return MirrorFile(path, mirrors, patterns)
 
 
@@ -393,7 +451,7 @@ def _source(mirror: Mirror) -> str:
     return f"source({SOURCE_NAME!r}, {mirror.table!r})"
 
 
-def rows_query(mirror: Mirror) -> exp.Select:
+def rows_query(mirror: Mirror, history: bool = False) -> exp.Select:
     """The model's select: every raw change of the mirror's topic as the mirror's columns, one row per record.
 
     The machinery (macros/mirror/merge/zync_mirror_changes.sql) keeps those past the
@@ -402,6 +460,11 @@ def rows_query(mirror: Mirror) -> exp.Select:
     macro that looks at the raw table at run time, so new fields flow in:
     value.after's fields arrive as one typed struct, AFTER_COLUMN, which the
     machinery spreads into columns (it leaves out the key's names).
+
+    history: the history model's select (render_history_model): the same
+    rows with each change's source position and transaction id besides, and,
+    with `hard_deletes: new_record`, a delete's columns from value.before
+    (the row as it was deleted) rather than from its empty value.after.
     """
     notes = f", notes={NOTES_VARIABLE}" if _shares_notes(mirror) else ""
     raw_columns = f", raw_columns={COLUMNS_VARIABLE}" if _shares_columns(mirror) else ""
@@ -409,21 +472,29 @@ def rows_query(mirror: Mirror) -> exp.Select:
         key: list[exp.Expression] = [jinja(f"zync_mirror_key_fields({_source(mirror)}{notes}{raw_columns})")]
     else:
         key = [exp.alias_(_expression(text), name) for name, text in mirror.primary_key]
+    deleted_rows = history and mirror.hard_deletes == "new_record"
     if mirror.columns is None:
         types = f", types={dict(mirror.types)!r}" if mirror.types else ""
+        image = "zync_history_typed_image" if deleted_rows else "zync_mirror_typed_after"
         columns: list[exp.Expression] = [
-            exp.alias_(jinja(f"zync_mirror_typed_after({_source(mirror)}{types}{notes})"), AFTER_COLUMN)]
+            exp.alias_(jinja(f"{image}({_source(mirror)}{types}{notes})"), AFTER_COLUMN)]
     else:
-        columns = [exp.alias_(_expression(text), name) for name, text in mirror.columns]
+        columns = [exp.alias_(_deleted_image(_expression(text)) if deleted_rows else _expression(text), name)
+                   for name, text in mirror.columns]
     source_ts = (_expression(mirror.source_ts) if mirror.source_ts is not None
                  else jinja(f"zync_mirror_source_ts({_source(mirror)}{raw_columns})"))
     kafka = sql.named_struct({f: path("kafka", f) for f in ("topic", "partition", "offset", "timestamp")})
     op = path("value", "op")
+    position: list[exp.Expression] = [
+        exp.alias_(jinja(f"zync_history_source_position({_source(mirror)}{raw_columns})"), "_zync_position"),
+        exp.alias_(jinja(f"zync_history_transaction_id({_source(mirror)}{raw_columns})"), "_zync_transaction"),
+    ] if history else []
     return (
         exp.select(
             *key, *columns,
             exp.alias_(op.copy(), "_zync_op"),
             exp.alias_(exp.cast(source_ts, "bigint"), "_zync_source_ts"),
+            *position,
             exp.alias_(kafka, "_zync_kafka"),
         )
         .from_(jinja_table(_source(mirror)))
@@ -433,6 +504,24 @@ def rows_query(mirror: Mirror) -> exp.Select:
             exp.In(this=op, expressions=[exp.Literal.string(o) for o in CHANGE_OPS]),
         ))
     )
+
+
+def _deleted_image(tree: exp.Expression) -> exp.Expression:
+    """An expression over value.after made to read value.before for a delete: each `value`.`after` in it
+    becomes if(`value`.`op` = 'd', `value`.`before`, `value`.`after`) (the row as it was deleted)."""
+    image = exp.If(this=exp.EQ(this=path("value", "op"), expression=exp.Literal.string("d")),
+                   true=path("value", "before"), false=path("value", "after"))
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column):
+            return node
+        parts = [p.name for p in node.parts]
+        if [p.lower() for p in parts[:2]] != ["value", "after"]:
+            return node
+        rest = parts[2:]
+        return exp.Dot.build([exp.Paren(this=image.copy()), *map(exp.to_identifier, rest)]) if rest else image.copy()
+
+    return tree.copy().transform(swap)
 
 
 def _shares_notes(mirror: Mirror) -> bool:
@@ -472,6 +561,91 @@ def render_model(mirror: Mirror, source: Path) -> str:
         render(rows_query(mirror)),
         "",
     ])
+
+
+def render_history_model(mirror: Mirror, source: Path) -> str:
+    """The history model of a mirror with `history: true`: the mirror's rows with each change's source position
+    and transaction id (rows_query(history=True)), which the zync_history materialization turns into versions."""
+    settings: dict[str, object] = {"topic": mirror.topic, "mirror": mirror.model, "hard_deletes": mirror.hard_deletes,
+                                   "primary_key": _key_names(mirror)}
+    if mirror.columns is None:
+        settings["columns"] = "after"
+    notes = (["{#- The raw table's field notes, read once for the key's and the row's types. #}",
+              f"{{%- set {NOTES_VARIABLE} = zync_field_notes({_source(mirror)}) %}}"]
+             if _shares_notes(mirror) else [])
+    columns = (["{#- The raw table's columns, described once for the key's names, the source time and position. #}",
+                f"{{%- set {COLUMNS_VARIABLE} = zync_mirror_raw_columns({_source(mirror)}) %}}"]
+               if _shares_columns(mirror) else [])
+    return "\n".join([
+        f"{{#- {GENERATED.format(source=source)} #}}",
+        "{{ config(",
+        "    materialized='zync_history',",
+        "    file_format='delta',",
+        f"    meta={{'zync_history': {_jinja_literal(settings)}}},",
+        ") }}",
+        *notes,
+        *columns,
+        "",
+        f"-- every change of {mirror.topic} ({source.name}:{mirror.where.line}) as the history of mirror",
+        f"-- {mirror.model}: its columns, source position and transaction, one row per raw record; the",
+        "-- zync_history materialization adds those past its cursor as versions in one MERGE (macros/history/)",
+        render(rows_query(mirror, history=True)),
+        "",
+    ])
+
+
+def render_history_properties(mirror: Mirror, source: Path) -> str:
+    key = ", ".join(n for n, _ in mirror.primary_key) if mirror.primary_key else "the Kafka key's fields"
+    model = history_model_name(mirror.model)
+    deletes = ("A delete closes its key's last version (hard_deletes: invalidate): its valid_to is the delete's "
+               "time and no version of the key is current."
+               if mirror.hard_deletes == "invalidate" else
+               "A delete closes its key's last version and adds one of its own (hard_deletes: new_record): the "
+               "row as deleted (value.before), _zync_op = 'd', never current.")
+    source_arg = _source(mirror)
+    columns: list[dict] = [
+        {"name": "valid_from", "description": "When this version was made at the source (its change's source time)."},
+        {"name": "valid_to", "description": "When the key's next change (an update or a delete) was made at the "
+                                            "source; null while nothing followed."},
+        {"name": "is_current", "description": "True on the version the source holds now (the mirror's row)."},
+        {"name": "_zync_op", "description": "Debezium op of the change that made this version: c, u, r, or d "
+                                            "(a deleted version, hard_deletes: new_record)."},
+        {"name": "_zync_transaction", "description": "The source transaction's id (value.transaction.id), null "
+                                                     "without Debezium's transaction metadata."},
+        {"name": "_zync_source_ts", "description": "The change's source time in epoch milliseconds."},
+        {"name": "_zync_position", "description": "The change's source position (value.source.lsn where the "
+                                                  "connector gives it): versions are ordered by it, then by Kafka "
+                                                  "partition and offset."},
+        {"name": "_zync_kafka", "description": "Kafka topic, partition, offset and timestamp of the change; a "
+                                               "record read again at the same position is one version."},
+        {"name": "_zync_delete", "description": "The delete that closed this version (hard_deletes: invalidate), "
+                                                "its position and time; null otherwise."},
+    ]
+    named = [{"name": n, "description": f"Primary key: `{t.sql}`."} for n, t in mirror.primary_key or ()]
+    named += [{"name": n, "description": f"`{t.sql}`"} for n, t in mirror.columns or ()]
+    doc = {
+        "name": model,
+        "description": (
+            f"History (SCD type 2) of mirror {mirror.model}: one row per version of each primary key ({key}) of "
+            f"Kafka topic {mirror.topic} (raw table {mirror.table}), defined in {source}"
+            f"{f' by the entry for topics matching {mirror.pattern!r}' if mirror.pattern is not None else ''}. "
+            "Versions of a key are ordered by source position (then Kafka partition and offset); each is valid "
+            f"from its change's source time to the next change's. {deletes} A key created again gets a new "
+            "version; a record read again changes nothing; a change arriving late repairs its neighbours' "
+            f"valid_to. The macro zync_as_of reads the mirror as of a source time from it."
+        ),
+        "meta": {"zync_history_mirror": mirror.model, "zync_history_topic": mirror.topic,
+                 "zync_history_hard_deletes": mirror.hard_deletes, "zync_transform_file": str(source),
+                 **({PATTERN_META: mirror.pattern} if mirror.pattern is not None else {})},
+        "data_tests": [
+            {"zync_history_no_overlaps": {"arguments": {"source_relation": source_arg, "primary_key": _key_names(mirror)}}},
+            {"zync_history_one_current": {"arguments": {"source_relation": source_arg, "primary_key": _key_names(mirror)}}},
+            {"zync_history_current_is_mirror": {"arguments": {
+                "source_relation": source_arg, "primary_key": _key_names(mirror), "mirror": f"ref({mirror.model!r})"}}},
+        ],
+        "columns": named + columns,
+    }
+    return _yaml({"version": 2, "models": [doc]}, GENERATED.format(source=source))
 
 
 def _jinja_literal(value: object) -> str:
@@ -571,13 +745,19 @@ def compile_mirrors(files: list[MirrorFile], relative: Any, subfolder: Any = lam
     seen: dict[str, Mirror] = {}
     for f in files:
         for m in f.mirrors:
-            if m.model in seen:
-                raise TransformError(m.where, f"mirror model {m.model!r} is also defined at {seen[m.model].where}")
-            seen[m.model] = m
+            for name in m.models:
+                if name in seen:
+                    raise TransformError(m.where, f"model {name!r} (of mirror {m.model!r}) is also defined at "
+                                         f"{seen[name].where}")
+                seen[name] = m
     for f in files:
         source = relative(f.path)
         folder = MODELS_FOLDER / subfolder(source)
         for m in f.mirrors:
             out.append((folder / f"{m.model}.sql", render_model(m, source)))
             out.append((folder / f"{m.model}.yml", render_properties(m, source)))
+            if m.history:
+                history = history_model_name(m.model)
+                out.append((folder / f"{history}.sql", render_history_model(m, source)))
+                out.append((folder / f"{history}.yml", render_history_properties(m, source)))
     return out

@@ -88,7 +88,7 @@ class FoldPolicy:
         last successful run saw. everything: every due mirror folds, unbounded.
         deferred: the mirrors whose last run here made their view and no base.
         """
-        mirrors = {m.name: m for m in models if m.output_topic is None and m.name in due}
+        mirrors = {m.name: m for m in models if m.kind == "mirror" and m.name in due}
         if everything:
             return due
         ranked: list[tuple[tuple, str]] = []

@@ -144,7 +144,7 @@ class ModelFreshness:
     """One model's changes from ingest to applied, and what they measure. Pure bookkeeping: no I/O."""
 
     def __init__(self, kind: str):
-        self.kind = kind  # "output" or "mirror"
+        self.kind = kind  # "output", "mirror" or "history" (applied when its run commits, as an output's run)
         self.waiting: deque[_Waiting] = deque()
         self.newest_s: float | None = None  # freshness of the newest change applied last
         self.applied_at: float | None = None  # epoch seconds of the last apply

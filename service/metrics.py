@@ -297,8 +297,12 @@ class Metrics:
         commits = self.versions.commits(table, _or_new(since, until), until)
         self.rows.labels(*labels).inc(sum(read_commit(actions).rows_written for actions in commits or []))
         with self._lock:
-            if self._kinds.get(name) == "output":
+            if self._kinds.get(name) in ("output", "history"):
                 self._models[name].run_succeeded(started)
+            if self._kinds.get(name) == "history":  # applied once its run committed: no egress follows
+                for observed in self._models[name].published(time.time()):
+                    self.freshness.observe(self._labels(name), observed)
+                self._newest(name)
 
     def pending_rows(self, name: str, rows: int | None) -> None:
         if rows is not None:

@@ -59,7 +59,7 @@ class RawInput:
 
 @dataclass(frozen=True)
 class ZyncModel:
-    """An output or mirror model of the project."""
+    """An output, mirror or history model of the project."""
 
     name: str
     relation: str  # database.table
@@ -68,15 +68,18 @@ class ZyncModel:
     # It reads its raw inputs and nothing else (no lookup of another model or table): its run's cost
     # follows what is pending in them (zync run's small-run settings).
     inputs_only: bool = False
+    # A mirror's history model (macros/history/): an incremental table, run like an output whenever its raw
+    # table moved, with no egress.
+    history: bool = False
 
     @property
     def kind(self) -> str:
-        return "output" if self.output_topic else "mirror"
+        return "output" if self.output_topic else "history" if self.history else "mirror"
 
     @property
     def table(self) -> str:
-        """The Delta table the model's runs write (database.table): a mirror's base, an output's own."""
-        return self.relation if self.output_topic else self.relation + MIRROR_BASE_SUFFIX
+        """The Delta table the model's runs write (database.table): a mirror's base, an output's or a history's own."""
+        return self.relation if self.output_topic or self.history else self.relation + MIRROR_BASE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ class DbtProject:
         self.manifest, self._parsed_from = result.result, before
 
     def models(self, select: str | None = None) -> list[ZyncModel]:
-        """The enabled output and mirror models, those matching dbt selection `select` if given."""
+        """The enabled output, mirror and history models, those matching dbt selection `select` if given."""
         manifest = self.manifest
         found = []
         for node in manifest.nodes.values():
@@ -162,7 +165,8 @@ class DbtProject:
                 continue
             meta = node.config.meta or node.meta or {}
             output_topic, mirror_topic = meta.get("zync_output_topic"), meta.get("zync_mirror_topic")
-            if not (output_topic or mirror_topic):
+            history_topic = meta.get("zync_history_topic")
+            if not (output_topic or mirror_topic or history_topic):
                 continue
             inputs = []
             for parent in node.depends_on.nodes:
@@ -173,7 +177,8 @@ class DbtProject:
                     inputs.append(RawInput(source.meta["zync_topic"], f"{source.schema}.{pool}" if pool else relation,
                                            source.meta.get(TOLERANCE_META), relation if pool else None))
             found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs),
-                                   inputs_only=len(inputs) == len(node.depends_on.nodes)))
+                                   inputs_only=len(inputs) == len(node.depends_on.nodes),
+                                   history=bool(history_topic) and not (output_topic or mirror_topic)))
         if select:
             chosen = self.select(select)
             found = [m for m in found if m.name in chosen]

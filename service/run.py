@@ -667,14 +667,15 @@ class Service:
     def _pending_rows(self, current: dict[str, TableVersion | None]) -> None:
         """Rows each model's raw tables gained since its last run here, from the counts at hand (metrics)."""
         for model in self.models:
-            seen = self.last_ok.get(model.name) if model.output_topic else self.ran_at.get(model.name)
+            folded = model.kind == "mirror"  # a mirror's runs are folds, which the fold policy counts
+            seen = self.ran_at.get(model.name) if folded else self.last_ok.get(model.name)
             if seen is None:
                 continue
             rows = 0
             for table in (i.table for i in model.inputs):
                 if seen.get(table) == current.get(table):
                     continue
-                if model.output_topic:
+                if not folded:
                     added = self.versions.rows_added(table, seen.get(table), current.get(table))
                 else:  # what the fold policy counted this cycle
                     counted = self.folds.counted.get((model.name, table))
@@ -702,7 +703,7 @@ class Service:
         small = set()
         for name, seen in due.items():
             model = next(m for m in self.models if m.name == name)
-            if model.output_topic is None:
+            if model.kind == "mirror":
                 if self._small_first_build(model, seen):
                     small.add(name)
                 continue
@@ -725,7 +726,7 @@ class Service:
         """
         if self.fold_all:
             return set()
-        mirrors = {m.name for m in self.models if m.output_topic is None}
+        mirrors = {m.name for m in self.models if m.kind == "mirror"}
         return (small & mirrors) - self.deferred
 
     def _small_first_build(self, mirror: ZyncModel, seen: dict[str, TableVersion | None]) -> bool:

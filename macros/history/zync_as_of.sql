@@ -1,0 +1,45 @@
+{#
+  One mirror's rows as they were at a source time, read from its history
+  model (`<mirror>_history`, a mirror entry with `history: true`), as a
+  parenthesised query to select from:
+
+      select * from {{ zync_as_of(ref('customers_mirror'), '2026-03-01 12:00:00') }} as customers
+
+  `mirror_relation`: the mirror (its history model is found by name beside
+  it); `timestamp`: the time, as text Spark casts to a timestamp (in the
+  session's time zone). A key's row is the version valid then
+  (valid_from <= timestamp < valid_to, or no valid_to), unless that version
+  is a delete (hard_deletes: new_record); a key deleted by then has none.
+  The columns: the key's and the row's, then valid_from, valid_to, the op
+  and the transaction id of the version.
+
+  Not written yet: the all-mirrors form, every mirror of a connector as of
+  one time, consistent with the transaction cut (no half of a multi-table
+  transaction; docs: Source transactions). This macro reads one table at
+  its own source time, and source times order changes only as far as the
+  database's clock does.
+#}
+{% macro zync_as_of(mirror_relation, timestamp) -%}
+  {{ return(adapter.dispatch('zync_as_of', 'zync')(mirror_relation, timestamp)) }}
+{%- endmacro %}
+
+
+{% macro default__zync_as_of(mirror_relation, timestamp) -%}
+  {%- set history = mirror_relation.incorporate(path={'identifier': mirror_relation.identifier ~ '_history'}, type='table') -%}
+  {%- set names = zync_history_value_columns(history) if execute else [] -%}
+  {%- set at = 'cast(' ~ dbt.string_literal(timestamp) ~ ' as timestamp)' -%}
+(
+    select
+        {%- for name in names %}
+        {{ adapter.quote(name) }},
+        {%- endfor %}
+        `valid_from`,
+        `valid_to`,
+        `_zync_op`,
+        `_zync_transaction`
+    from {{ history }}
+    where `valid_from` <= {{ at }}
+        and (`valid_to` is null or `valid_to` > {{ at }})
+        and `_zync_op` != 'd'
+)
+{%- endmacro %}
