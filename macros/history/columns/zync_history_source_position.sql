@@ -13,17 +13,8 @@
   {%- if not execute -%}
     {{ return('cast(null as bigint)') }}
   {%- endif -%}
-  {%- set raw_columns = raw_columns if raw_columns is not none else zync_mirror_raw_columns(source_relation) -%}
-  {%- set value_types = {} -%}
-  {%- for name, type in zync_mirror_struct_fields(source_relation, '`value`', raw_columns['value']) -%}
-    {%- do value_types.update({name | lower: type}) -%}
-  {%- endfor -%}
-  {%- set source_type = value_types.get('source') -%}
-  {%- if 'source' in value_types and (source_type is none or source_type.startswith('struct')) -%}
-    {%- set source_names = zync_mirror_struct_fields(source_relation, '`value`.`source`', source_type) | map('first') | map('lower') | list -%}
-    {%- if 'lsn' in source_names -%}
-      {{ return('cast(`value`.`source`.`lsn` as bigint)') }}
-    {%- endif -%}
+  {%- if zync_mirror_value_has_field(source_relation, ['source', 'lsn'], raw_columns) -%}
+    {{ return('cast(`value`.`source`.`lsn` as bigint)') }}
   {%- endif -%}
   {{ return('cast(null as bigint)') }}
 {%- endmacro %}

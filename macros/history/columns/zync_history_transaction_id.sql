@@ -8,17 +8,8 @@
   {%- if not execute -%}
     {{ return('cast(null as string)') }}
   {%- endif -%}
-  {%- set raw_columns = raw_columns if raw_columns is not none else zync_mirror_raw_columns(source_relation) -%}
-  {%- set value_types = {} -%}
-  {%- for name, type in zync_mirror_struct_fields(source_relation, '`value`', raw_columns['value']) -%}
-    {%- do value_types.update({name | lower: type}) -%}
-  {%- endfor -%}
-  {%- set transaction_type = value_types.get('transaction') -%}
-  {%- if 'transaction' in value_types and (transaction_type is none or transaction_type.startswith('struct')) -%}
-    {%- set names = zync_mirror_struct_fields(source_relation, '`value`.`transaction`', transaction_type) | map('first') | map('lower') | list -%}
-    {%- if 'id' in names -%}
-      {{ return('cast(`value`.`transaction`.`id` as string)') }}
-    {%- endif -%}
+  {%- if zync_mirror_value_has_field(source_relation, ['transaction', 'id'], raw_columns) -%}
+    {{ return('cast(`value`.`transaction`.`id` as string)') }}
   {%- endif -%}
   {{ return('cast(null as string)') }}
 {%- endmacro %}

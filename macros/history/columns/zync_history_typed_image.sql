@@ -11,12 +11,7 @@
   {%- if not execute -%}
     {{ return("if(`value`.`op` = 'd', `value`.`before`, `value`.`after`)") }}
   {%- endif -%}
-  {%- set notes = dict(notes if notes is not none else zync_field_notes(source_relation)) -%}
-  {%- if types -%}
-    {%- set asked = {} -%}
-    {%- for name, type in types.items() -%}{%- do asked.update({('value.after.' ~ name) | lower: type}) -%}{%- endfor -%}
-    {%- do notes.update({'types': asked}) -%}
-  {%- endif -%}
+  {%- set notes = zync_mirror_after_notes(source_relation, types, notes) -%}
   {%- set both = {} -%}
   {%- for part in ('names', 'defaults', 'types') if notes.get(part) -%}
     {%- set twins = dict(notes[part]) -%}

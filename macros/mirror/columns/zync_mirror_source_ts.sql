@@ -10,16 +10,8 @@
     {{ return('null') }}
   {%- endif -%}
   {%- set raw_columns = raw_columns if raw_columns is not none else zync_mirror_raw_columns(source_relation) -%}
-  {%- set value_types = {} -%}
-  {%- for name, type in zync_mirror_struct_fields(source_relation, '`value`', raw_columns['value']) -%}
-    {%- do value_types.update({name | lower: type}) -%}
-  {%- endfor -%}
-  {%- set source_type = value_types.get('source') -%}
-  {%- if 'source' in value_types and (source_type is none or source_type.startswith('struct')) -%}
-    {%- set source_names = zync_mirror_struct_fields(source_relation, '`value`.`source`', source_type) | map('first') | map('lower') | list -%}
-    {%- if 'ts_ms' in source_names -%}
-      {{ return('`value`.`source`.`ts_ms`') }}
-    {%- endif -%}
+  {%- if zync_mirror_value_has_field(source_relation, ['source', 'ts_ms'], raw_columns) -%}
+    {{ return('`value`.`source`.`ts_ms`') }}
   {%- endif -%}
-  {{ return('`value`.`ts_ms`' if 'ts_ms' in value_types else 'null') }}
+  {{ return('`value`.`ts_ms`' if zync_mirror_value_has_field(source_relation, ['ts_ms'], raw_columns) else 'null') }}
 {%- endmacro %}

@@ -11,11 +11,6 @@
   {%- if not execute -%}
     {{ return('`value`.`after`') }}
   {%- endif -%}
-  {%- set notes = dict(notes if notes is not none else zync_field_notes(source_relation)) -%}
-  {%- if types -%}
-    {%- set asked = {} -%}
-    {%- for name, type in types.items() -%}{%- do asked.update({('value.after.' ~ name) | lower: type}) -%}{%- endfor -%}
-    {%- do notes.update({'types': asked}) -%}
-  {%- endif -%}
+  {%- set notes = zync_mirror_after_notes(source_relation, types, notes) -%}
   {{ return(zync_typed_column(source_relation, 'value.after', notes)) }}
 {%- endmacro %}
