@@ -245,8 +245,8 @@ class PoolIngest:
             self.next_offsets[key] = max(self.next_offsets.get(key, 0), message.offset + 1)
         for topic, _, _ in data_rows:
             result.records[topic] = result.records.get(topic, 0) + 1
-        self._cuts_in_pool.update({t: self.cuts[t].cut for t in self.cuts
-                                   if any(row[0] == cut_topic(t) for row in cut_rows)})
+        if self.cuts:  # each connector's cut now has its row in the pool: written now, or unmoved since
+            self._cuts_in_pool = {t: state.cut for t, state in self.cuts.items()}
         return result
 
     def _cut_rows(self) -> list[tuple[str, Message, tuple]]:
