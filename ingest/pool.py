@@ -206,12 +206,13 @@ class PoolIngest:
         self._resume()
         due = {tp: count for tp, count in self.waiting(marks).items() if topics is None or tp[0] in topics}
         result = PoolRun()
-        if not due:
-            return result
-        messages = self._read({tp: marks[tp][1] for tp in due}, {tp: max(self.next_offsets.get(tp, 0), marks[tp][0])
-                                                                 for tp in due})
-        rows, changed = self._decode(messages, result)
-        if not rows:
+        rows: list[tuple[str, Message, tuple]] = []
+        changed: set[str] = set()
+        if due:
+            messages = self._read({tp: marks[tp][1] for tp in due},
+                                  {tp: max(self.next_offsets.get(tp, 0), marks[tp][0]) for tp in due})
+            rows, changed = self._decode(messages, result)
+        if not rows and not self.expiry_due():
             return result
         self._ensure_pool()
         if self.cuts and not self._cut_view_made:
@@ -248,6 +249,13 @@ class PoolIngest:
         if self.cuts:  # each connector's cut now has its row in the pool: written now, or unmoved since
             self._cuts_in_pool = {t: state.cut for t, state in self.cuts.items()}
         return result
+
+    def expiry_due(self) -> bool:
+        """Whether a connector's cut moves by time alone: a transaction it waits for has waited out the
+        bound, so a commit of the cut's row is due even without a record to take."""
+        self._resume()
+        now = time.monotonic()
+        return any(cut.expiry_due(now) for cut in self.cuts.values())
 
     def _cut_rows(self) -> list[tuple[str, Message, tuple]]:
         """A row for each connector whose cut moved since the pool's newest row of it: the commit that

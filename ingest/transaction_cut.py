@@ -110,6 +110,11 @@ class CutState:
             return self._snapshot_done
         return transaction in self._closed
 
+    def expiry_due(self, now: float) -> bool:
+        """Whether the oldest END past the cut has waited out the bound: the cut moves then even if
+        nothing new arrives (a connector gone quiet behind a transaction a failing table holds)."""
+        return bool(self._ends) and not self.whole(self._ends[0][0]) and now - self._ends[0][1] >= self.expire_after_s
+
     # --- what waits -----------------------------------------------------------------
 
     @property

@@ -517,7 +517,7 @@ class Service:
                         BESIDE_CHECKPOINT_INTERVAL if self.checkpoints_beside else RAW_CHECKPOINT_INTERVAL,
                         transactions=connectors.get(pool))
                 job.add_topics(views)
-                if not {tp for tp in job.waiting(marks) if tp[0] in allowed}:
+                if not {tp for tp in job.waiting(marks) if tp[0] in allowed} and not job.expiry_due():
                     continue
                 self.metrics.ingest_starting([pool])
                 result = job.run(marks, allowed)

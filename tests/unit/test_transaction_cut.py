@@ -68,8 +68,10 @@ def test_a_transaction_never_whole_expires_after_the_bound_and_is_counted():
     cut.changes([Change(ORDERS, 0, 0, "9", 1), Change(ORDERS, 0, 1, "10", 1)])
     cut.boundaries([end(0, "9", {"public.orders": 1, "public.lines": 1}), end(1, "10", {"public.orders": 1})], now=0)
     assert cut.advance(now=59).end_offset == -1
+    assert not cut.expiry_due(now=59) and cut.expiry_due(now=60)  # due by time alone, nothing new taken
     after = cut.advance(now=60)
     assert (after.end_offset, after.expired, after.offsets) == (1, 1, {(ORDERS, 0): 1})
+    assert not cut.expiry_due(now=1000)
     cut.changes([Change(LINES, 0, 0, "9", 1)])  # its lost line, late: it shows, the cut does not wait for it
     assert cut.advance(now=61).offsets == {(ORDERS, 0): 1, (LINES, 0): 0}
 
