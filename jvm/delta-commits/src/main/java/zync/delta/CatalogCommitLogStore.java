@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -101,7 +102,10 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
         FileSystem fs = path.getFileSystem(hadoopConf);
         Path log = fs.makeQualified(path).getParent();
         publishClaimed(fs, CommitTable.forConf(hadoopConf), log);
-        return super.listFrom(path, hadoopConf);
+        if (!ObjectRequests.isS3A(fs)) {
+            return super.listFrom(path, hadoopConf);
+        }
+        return Arrays.asList(ObjectRequests.listFrom(fs, log, path.getName())).iterator();
     }
 
     @Override
