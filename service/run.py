@@ -429,6 +429,7 @@ class Service:
     def ingest(self) -> StageReport | None:
         """Read every input topic that has new messages into its raw table, --threads topics at once."""
         started, records, tables, lag = time.monotonic(), 0, {}, 0
+        self.versions.forget_commits()
         due: list[tuple[RawInput, Ingest]] = []
         try:
             marks = self._watermarks()
@@ -542,6 +543,10 @@ class Service:
             done.lag += sum(behind.values())
             if result.total:
                 done.records[pool] = done.records.get(pool, 0) + result.total
+                try:
+                    self.versions.committed(pool)
+                except Exception:  # noqa: BLE001 - the stages then list the pool's log, as without it
+                    pass
         return done
 
     def _pooled_yet(self, raw: RawInput) -> bool:
