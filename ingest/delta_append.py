@@ -89,7 +89,8 @@ class TableMetadata:
 def append_files_reading_whole_table(spark: SparkSession, location: str,
                                      write_files: Callable[[TableMetadata], list[dict] | None], *, app_id: str,
                                      txn_version: int, user_metadata: str, seen_version: int,
-                                     properties: Mapping[str, str] | None = None) -> int | None:
+                                     properties: Mapping[str, str] | None = None,
+                                     read: Callable[[int], None] | None = None) -> int | None:
     """Commit data files written outside Spark to the Delta table at `location`, as one commit; its
     version, or None if `write_files` wrote none.
 
@@ -99,10 +100,13 @@ def append_files_reading_whole_table(spark: SparkSession, location: str,
     and commitInfo, and the table's schema stays the one the files were written for. `properties`
     are set on the table by the same commit: what ingest notes of a batch's writer schemas lands
     with its rows, where an ALTER TABLE after them was a commit of its own (seconds, for each of a
-    database's new tables).
+    database's new tables). `read` is called with the version the transaction read, before any file
+    is written: what it raises ends the append with nothing written.
     """
     with _active_session(spark):
         _, txn = _start(spark, location, seen_version)
+        if read is not None:
+            read(int(txn.readVersion()))
         wrapped = _metadata(txn)
         metadata = wrapped["metaData"]
         adds = write_files(TableMetadata(metadata["schemaString"], dict(metadata.get("configuration", {})),

@@ -163,6 +163,15 @@ def _sql_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
+@dataclass(frozen=True)
+class _Committed:
+    """An append's commit as its transaction made it: the version it read, the one it made, its rows."""
+
+    read_version: int
+    version: int
+    rows: int
+
+
 def _output_rows(commit_info) -> int | None:
     metrics = commit_info.operationMetrics()
     if not metrics.isDefined():
@@ -514,12 +523,14 @@ class RawTable:
         folder = storage.location(self._path())
 
         written: dict[tuple[str, str], list[dict]] = {}
+        committing: list[list[dict]] = []  # the files the newest transaction took
 
         def files(metadata: TableMetadata) -> list[dict] | None:
             # Tried again after a compaction's commit (_commit_past_rewrites): the file written for the
             # same schema stands, where writing another would leave the first one unnamed.
             read = (metadata.schema_json, json.dumps(metadata.configuration, sort_keys=True))
             if read in written:
+                committing.append(written[read])
                 return written[read]
             self.declined = data_file.not_writable(metadata.schema_json, metadata.configuration,
                                                    metadata.partition_columns)
@@ -534,35 +545,52 @@ class RawTable:
             add = data_file.write(rows, folder, schema, data_file.stats_columns(metadata.configuration),
                                   self.spark.version)
             written[read] = [{**add, "tags": dict(tags)} if tags else add]
+            committing.append(written[read])
             return written[read]
 
-        def commit(version: int, marker: str, seen: int) -> bool:
-            return append_files_reading_whole_table(self.spark, self._path(), files, app_id=TXN_APP_ID,
-                                                    txn_version=version, user_metadata=marker,
-                                                    seen_version=seen, properties=notes) is not None
+        def commit(version: int, marker: str, seen: int) -> _Committed | None:
+            read: list[int] = []
 
-        appended = self._append(where, False, commit)
+            def check(read_version: int) -> None:
+                self._no_ingest_since(where, seen, read_version)
+                read.append(read_version)
+
+            made = append_files_reading_whole_table(self.spark, self._path(), files, app_id=TXN_APP_ID,
+                                                    txn_version=version, user_metadata=marker,
+                                                    seen_version=seen, properties=notes, read=check)
+            if made is None:
+                return None
+            rows = sum(int(json.loads(add["stats"])["numRecords"]) for add in committing[-1])
+            return _Committed(read[-1], made, rows)
+
+        appended = self._append(where, False, commit, checks_read=True)
         if appended and notes:
             self._properties.update(notes)
         return appended
 
-    def _append(self, where: str, creating: bool, commit: Callable[[int, str, int], bool]) -> bool:
+    def _append(self, where: str, creating: bool, commit: Callable[[int, str, int], bool | _Committed | None],
+                checks_read: bool = False) -> bool:
         """The checks around every append: no other ingest's commit since the one this ingest saw, before
-        and after; `commit(txn version, marker, seen version)` writes, or answers False for nothing done."""
+        and after; `commit(txn version, marker, seen version)` writes, or answers False (None) for nothing
+        done. `checks_read`: the commit checks the commits up to the version its transaction read itself
+        (_no_ingest_since) and answers what it read and made (_Committed), so that no log listing is
+        needed around it."""
         started = time.monotonic()
         seen = self._seen_version
-        if not creating:
+        if creating:
+            if self.name:
+                self._create_database()
+        elif not checks_read:
             # Only the commits since the last one this ingest saw are read (JSON files, no Spark job).
             seen, others, _ = self._commits_since(seen, None)
             if others:
                 raise self._conflict(where, f"it made commit {others[0]} since this one started")
-        elif self.name:
-            self._create_database()
         version = self._txn_version + 1
         marker = f"{TXN_APP_ID} run {self.run_id} txn {version}"
         self.check_seconds = time.monotonic() - started
         try:
-            if not self._commit_past_rewrites(commit, version, marker, seen):
+            made = self._commit_past_rewrites(commit, version, marker, seen)
+            if not made:
                 return False
         except TableReplacedError as e:
             raise ZyncError(f"table {self.label} was dropped or replaced while this ingest wrote it ({e}); "
@@ -579,7 +607,13 @@ class RawTable:
         self._exists = True
         self._created_here = self._created_here or creating
         started = time.monotonic()
-        latest, others, mine = self._commits_since(seen, marker)
+        if isinstance(made, _Committed) and made.version == made.read_version + 1:
+            # Checked up to the version read, and Delta's conflict check let no commit in after it.
+            latest, others, mine = made.version, [], made.version
+            self.last_rows = made.rows
+        else:
+            latest, others, mine = self._commits_since(made.read_version if isinstance(made, _Committed) else seen,
+                                                       marker)
         if mine is None or (others and others[0] < mine):
             # Delta skips an idempotent write whose txnVersion is already in the table.
             raise self._conflict(where, f"it committed batch number {version} first; this one was skipped")
@@ -587,8 +621,8 @@ class RawTable:
         self.check_seconds += time.monotonic() - started
         return True
 
-    def _commit_past_rewrites(self, commit: Callable[[int, str, int], bool], version: int, marker: str,
-                              seen: int) -> bool:
+    def _commit_past_rewrites(self, commit: Callable[[int, str, int], bool | _Committed | None], version: int,
+                              marker: str, seen: int) -> bool | _Committed | None:
         """commit(...), again after a conflict with commits that only rewrote files (a compaction).
 
         Delta fails this append when any commit since its snapshot removed a file, since the append
@@ -621,6 +655,18 @@ class RawTable:
                 elif kind != "CommitInfo":
                     return None
         return latest
+
+    def _no_ingest_since(self, where: str, seen: int, read_version: int) -> None:
+        """Raise the conflict if another ingest committed after version `seen`, up to `read_version`.
+
+        The commits are read by name (they are in the log the transaction just listed): usually there
+        are none, the version read being this ingest's last commit."""
+        if read_version <= seen:
+            return
+        for version, texts in commit_texts(self.spark, self._path(), seen + 1, read_version):
+            if any(text.startswith('{"txn"') and json.loads(text)["txn"].get("appId") == TXN_APP_ID
+                   for text in texts):
+                raise self._conflict(where, f"it made commit {version} since this one started")
 
     def _created_meanwhile(self) -> bool:
         """After a failed first write: did another ingest create the table (so the failure is the race)?"""

@@ -243,6 +243,7 @@ class Service:
         # Per table: commits since its last compaction, and the version they were counted up to.
         self.compact_after = compact_after
         self.uncompacted: dict[str, tuple[TableVersion, int]] = {}
+        self.checkpointed: dict[str, tuple[str, int]] = {}  # pool -> (table id, its last checkpoint's version) read
         # A raw pool's compaction under way beside the cycle: (the version it was due at, its future).
         self.compacting: dict[str, tuple[TableVersion, Future]] = {}
         how = {part.strip() for part in os.environ.get(POOL_COMPACTION_ENV, "").split(",")}
@@ -428,6 +429,7 @@ class Service:
     def ingest(self) -> StageReport | None:
         """Read every input topic that has new messages into its raw table, --threads topics at once."""
         started, records, tables, lag = time.monotonic(), 0, {}, 0
+        self.versions.forget_commits()
         due: list[tuple[RawInput, Ingest]] = []
         try:
             marks = self._watermarks()
@@ -541,6 +543,10 @@ class Service:
             done.lag += sum(behind.values())
             if result.total:
                 done.records[pool] = done.records.get(pool, 0) + result.total
+                try:
+                    self.versions.committed(pool)
+                except Exception:  # noqa: BLE001 - the stages then list the pool's log, as without it
+                    pass
         return done
 
     def _pooled_yet(self, raw: RawInput) -> bool:
@@ -813,8 +819,7 @@ class Service:
             self.uncompacted[table] = (version, commits)
             compact_due = commits >= compaction_due_after(table, self.compact_after)
             if table in pools and self.pools_beside:
-                checkpoint_due = self.checkpoints_beside and \
-                    version.version - last_checkpoint(self.versions.location(table)) >= RAW_CHECKPOINT_INTERVAL
+                checkpoint_due = self.checkpoints_beside and self._checkpoint_due(table, version)
                 if compact_due or checkpoint_due:
                     self._compact_beside(table, version, compact_due, checkpoint_due)
             elif compact_due:
@@ -849,6 +854,19 @@ class Service:
         if not tables:
             return None
         return StageReport("compact", time.monotonic() - started, removed, {"tables": tables})
+
+    def _checkpoint_due(self, table: str, version: TableVersion) -> bool:
+        """Whether a pool's last checkpoint is RAW_CHECKPOINT_INTERVAL commits behind `version`.
+
+        Its _last_checkpoint is read again only once the checkpoint last read is that far behind: a
+        checkpoint only moves on, and on an object store the read is a request every cycle would wait for."""
+        known = self.checkpointed.get(table)
+        if known is not None and known[0] == version.table_id and \
+                version.version - known[1] < RAW_CHECKPOINT_INTERVAL:
+            return False
+        at = last_checkpoint(self.versions.location(table))
+        self.checkpointed[table] = (version.table_id, at)
+        return version.version - at >= RAW_CHECKPOINT_INTERVAL
 
     def _compact_beside(self, table: str, version: TableVersion, compact_due: bool, checkpoint_due: bool) -> None:
         """Start a raw pool's compaction, its checkpoint or both on the compaction thread, beside the cycle.

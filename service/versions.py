@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from zync.delta_metadata import commit_texts, latest_version, table_location
+from zync.delta_metadata import commit_texts, held_version, latest_version, table_location
 from zync.pools import changed_topics, file_topics
 
 
@@ -68,6 +68,7 @@ class TableVersions:
         self.spark = spark
         self._locations: dict[str, str] = {}
         self._commits: dict[tuple[str, str], dict[int, CommitSummary]] = {}  # (location, table id) -> version ->
+        self._committed: dict[str, TableVersion] = {}  # name -> the version this process's commit made, this cycle
 
     def _location(self, name: str) -> str | None:
         if name not in self._locations:
@@ -80,7 +81,25 @@ class TableVersions:
         """The table's storage location (a URI, e.g. file:/...), or None if it is not there."""
         return self._location(name)
 
+    def committed(self, name: str) -> None:
+        """Take the version this process's commit to the table just made as its latest until forget_commits().
+
+        The commit's transaction listed the log a moment before: listing it again in the same cycle (a
+        request to an object store, each time a stage asks) would tell a change by another writer since
+        then, which the next cycle's own listing tells as well."""
+        location = self._location(name)
+        if location is None:
+            return
+        version, table_id = held_version(self.spark, location)
+        if table_id is not None:
+            self._committed[name] = TableVersion(table_id, version)
+
+    def forget_commits(self) -> None:
+        self._committed.clear()
+
     def version(self, name: str) -> TableVersion | None:
+        if name in self._committed:
+            return self._committed[name]
         location = self._location(name)
         if location is None:
             return None

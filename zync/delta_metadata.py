@@ -81,6 +81,16 @@ def latest_version(spark: SparkSession, location: str) -> tuple[int, str | None]
     return version, str(snapshot.metadata().id())
 
 
+def held_version(spark: SparkSession, location: str) -> tuple[int, str | None]:
+    """(the version, the table's id) of the newest snapshot of the table this engine holds, its log not
+    read: after this engine's own commit, that commit's version (Delta's snapshot after a commit)."""
+    snapshot = delta_log(spark, location).unsafeVolatileSnapshot()
+    version = int(snapshot.version())
+    if version < 0:
+        return version, None
+    return version, str(snapshot.metadata().id())
+
+
 def latest_transaction(spark: SparkSession, location: str, app_id: str) -> tuple[int, int]:
     """(the newest version, the last idempotent-write version of `app_id` in it, -1 for none), from one snapshot."""
     snapshot = latest_snapshot(spark, delta_log(spark, location))

@@ -7,11 +7,11 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.UUID;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -64,7 +64,7 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
             return;
         }
         if (!COMMIT_FILE.matcher(target.getName()).matches()) {
-            if (fs.exists(target)) {
+            if (ObjectRequests.exists(fs, target)) {
                 throw new FileAlreadyExistsException(target.toString());
             }
             put(fs, target, content);
@@ -73,7 +73,7 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
         Path log = target.getParent();
         CommitTable commits = CommitTable.forConf(hadoopConf);
         publishClaimed(fs, commits, log);
-        if (fs.exists(target)) {
+        if (ObjectRequests.exists(fs, target)) {
             throw new FileAlreadyExistsException(target.toString());
         }
         Path temp = new Path(new Path(log, TEMP_FOLDER), target.getName() + "." + UUID.randomUUID());
@@ -102,7 +102,10 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
         FileSystem fs = path.getFileSystem(hadoopConf);
         Path log = fs.makeQualified(path).getParent();
         publishClaimed(fs, CommitTable.forConf(hadoopConf), log);
-        return super.listFrom(path, hadoopConf);
+        if (!ObjectRequests.isS3A(fs)) {
+            return super.listFrom(path, hadoopConf);
+        }
+        return Arrays.asList(ObjectRequests.listFrom(fs, log, path.getName())).iterator();
     }
 
     @Override
@@ -117,7 +120,7 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
      */
     private static boolean forgetRemoved(FileSystem fs, CommitTable commits, Path log, Path target) throws IOException {
         CommitTable.Claim claim = commits.claimOf(log.toString(), target.getName());
-        if (claim == null || !claim.published() || fs.exists(target)) {
+        if (claim == null || !claim.published() || ObjectRequests.exists(fs, target)) {
             return false;
         }
         commits.forget(log.toString(), target.getName());
@@ -132,7 +135,7 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
             return;
         }
         Path target = new Path(log, claim.fileName());
-        if (!fs.exists(target)) {
+        if (!ObjectRequests.exists(fs, target)) {
             byte[] content;
             try {
                 content = read(fs, new Path(claim.tempPath()));
@@ -140,7 +143,7 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
                 // Its writer published it and removed the temporary object since the row was read; or,
                 // neither being there, the claim is of a log removed since (a writer writes the
                 // content before it claims, and removes it only after publishing).
-                if (!fs.exists(target)) {
+                if (!ObjectRequests.exists(fs, target)) {
                     commits.forget(log.toString(), claim.fileName());
                     LOG.info("forgot the claim of {}: its log was removed since it was claimed", target);
                     return;
@@ -164,9 +167,7 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
     }
 
     private static void put(FileSystem fs, Path path, byte[] content) throws IOException {
-        try (FSDataOutputStream out = fs.create(path, true)) {
-            out.write(content);
-        }
+        ObjectRequests.put(fs, path, content);
     }
 
     private static byte[] read(FileSystem fs, Path path) throws IOException {
@@ -179,8 +180,8 @@ public class CatalogCommitLogStore extends HadoopFileSystemLogStore {
 
     private static void deleteQuietly(FileSystem fs, Path path) {
         try {
-            fs.delete(path, false);
-        } catch (IOException e) {
+            ObjectRequests.delete(fs, path);
+        } catch (IOException | RuntimeException e) {
             LOG.debug("could not remove {}: {}", path, e.toString());
         }
     }
