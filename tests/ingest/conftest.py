@@ -57,6 +57,15 @@ class Producer:
         assert self.producer.flush(30) == 0, "messages not delivered"
 
 
+
+def watermarks(target, topics: list[str]) -> kafka_client.Watermarks:
+    """Each partition's low and high marks of `topics` now, as `zync run`'s cycle takes them for a pool."""
+    watcher, admin = kafka_client.consumer(target, group="test-ingest-watch"), kafka_client.admin(target)
+    try:
+        return kafka_client.watermarks(watcher, admin, set(topics))
+    finally:
+        watcher.close()
+
 @pytest.fixture(scope="session")
 def producer(target):
     return Producer(target)

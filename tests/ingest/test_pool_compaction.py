@@ -16,9 +16,9 @@ from ingest.pool import PoolIngest
 from ingest.pool_compaction import merge_topic_tags
 from service.compaction import compact_pool
 from service.versions import TableVersion, TableVersions
-from tests.ingest.conftest import unique
+from tests.ingest.conftest import unique, watermarks
 from tests.ingest.schemas import KEY, ROW_V1, envelope, event
-from zync import kafka_client, storage
+from zync import storage
 from zync.delta_metadata import latest_snapshot, table_location
 from zync.errors import ZyncError
 from zync.pools import TOPICS_TAG
@@ -32,14 +32,6 @@ class Killed(BaseException):
 
 def _pool(target, spark, topics: list[str], name: str) -> PoolIngest:
     return PoolIngest(target, f"zync.{name}", {t: f"zync.{raw_table_name(t)}_pooled" for t in topics}, spark)
-
-
-def _marks(target, topics: list[str]):
-    watcher, admin = kafka_client.consumer(target, group="test-pool-watch"), kafka_client.admin(target)
-    try:
-        return kafka_client.watermarks(watcher, admin, set(topics))
-    finally:
-        watcher.close()
 
 
 def _send(producer, topic: str, ids: range, partition: int = 0) -> None:
@@ -69,7 +61,7 @@ def _filled_pool(producer, target, spark, batches: int = 4):
     for batch in range(batches):
         _send(producer, one, range(batch * 3, batch * 3 + 3))
         _send(producer, two, range(batch, batch + 1), partition=batch % 2)
-        assert job.run(_marks(target, [one, two])).total == 4
+        assert job.run(watermarks(target, [one, two])).total == 4
     return job, one, two
 
 
@@ -118,10 +110,10 @@ def test_a_pool_compacted_in_python_keeps_its_rows_tags_resume_point_and_history
     # A new ingest resumes from the compacted pool: nothing read twice.
     again = _pool(target, spark, [one, two], job.pool.name.split(".")[1])
     try:
-        marks = _marks(target, [one, two])
+        marks = watermarks(target, [one, two])
         assert again.waiting(marks) == {}
         _send(producer, one, range(100, 102))
-        assert again.run(_marks(target, [one, two])).records == {one: 2}
+        assert again.run(watermarks(target, [one, two])).records == {one: 2}
     finally:
         again.close()
     offsets = [(t, p, o) for t, p, o, _, _ in _rows(spark, table)]
@@ -142,7 +134,7 @@ def test_an_ingest_meeting_a_compaction_commits_again_and_one_meeting_another_in
     try:
         _send(producer, one, range(50, 53))
         monkeypatch.setattr(pool_module, "_arrow", compacted_meanwhile)
-        assert job.run(_marks(target, [one, two])).records == {one: 3}
+        assert job.run(watermarks(target, [one, two])).records == {one: 3}
         monkeypatch.setattr(pool_module, "_arrow", arrow)
         operations = [r["operation"] for r in spark.sql(f"describe history {table} limit 2").collect()]
         assert operations == ["WRITE", "OPTIMIZE"]
@@ -154,14 +146,14 @@ def test_an_ingest_meeting_a_compaction_commits_again_and_one_meeting_another_in
 
         def other_ingest_meanwhile(rows, schema):
             monkeypatch.setattr(pool_module, "_arrow", arrow)  # the other ingest's own rows
-            assert other.run(_marks(target, [one, two])).records == {one: 2}
+            assert other.run(watermarks(target, [one, two])).records == {one: 2}
             return arrow(rows, schema)
 
         _send(producer, one, range(60, 62))
         monkeypatch.setattr(pool_module, "_arrow", other_ingest_meanwhile)
         try:
             with pytest.raises(ZyncError, match="another ingest is writing"):
-                job.run(_marks(target, [one, two]))
+                job.run(watermarks(target, [one, two]))
         finally:
             other.close()
     finally:

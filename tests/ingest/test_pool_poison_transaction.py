@@ -13,9 +13,8 @@ from __future__ import annotations
 import time
 
 from ingest.pool import PoolIngest
-from tests.ingest.conftest import unique
+from tests.ingest.conftest import unique, watermarks
 from testkit import debezium
-from zync import kafka_client
 from zync.tables import raw_table_name
 from zync.transactions import cut_table_name, transaction_key
 from zync.wire import encode
@@ -23,14 +22,6 @@ from zync.wire import encode
 EXPIRE_AFTER_S = 10.0
 KEY_FIELDS = [{"name": "id", "type": "int"}]
 ROW_FIELDS = [{"name": "id", "type": "int"}, {"name": "v", "type": ["null", "string"], "default": None}]
-
-
-def _marks(target, topics: list[str]):
-    watcher, admin = kafka_client.consumer(target, group="test-pool-poison-watch"), kafka_client.admin(target)
-    try:
-        return kafka_client.watermarks(watcher, admin, set(topics))
-    finally:
-        watcher.close()
 
 
 class Connector:
@@ -94,11 +85,11 @@ def test_a_poison_message_holds_its_transactions_cut_until_the_bound_then_the_ot
         connector.send_change("a", 3, 3, 1)
         connector.boundary("END", 3, {"public.a": 1})
 
-        first = job.run(_marks(target, every_topic))
+        first = job.run(watermarks(target, every_topic))
         bound_from = time.monotonic()  # transaction 2's END was read before this
         version = spark.sql(f"describe history {pool}").first()["version"]
         # Tried again within the bound: b fails again, nothing is committed, the cut holds.
-        again = job.run(_marks(target, every_topic))
+        again = job.run(watermarks(target, every_topic))
         assert time.monotonic() - bound_from < EXPIRE_AFTER_S, "the second run came too late to be within the bound"
         assert set(again.failed) == {b} and again.total == 0
         assert spark.sql(f"describe history {pool}").first()["version"] == version
@@ -114,7 +105,7 @@ def test_a_poison_message_holds_its_transactions_cut_until_the_bound_then_the_ot
         # Past the bound, with no new record anywhere: transaction 2 is given up on and counted, 3 shows.
         time.sleep(max(0.0, bound_from + EXPIRE_AFTER_S + 0.5 - time.monotonic()))
         assert job.expiry_due()
-        late = job.run(_marks(target, every_topic))
+        late = job.run(watermarks(target, every_topic))
         assert set(late.failed) == {b} and late.total == 0
         assert _ids(spark, views[a]) == [1, 2, 3]
         assert _ids(spark, views[b]) == [1]  # the failing table's view stays before its undecodable record
