@@ -60,6 +60,9 @@ SETTINGS = {
     # A throwaway dev/test database: losing the last transactions in a crash is acceptable.
     "synchronous_commit": "off",
     "log_min_messages": "warning",
+    # Each transaction's commit time (pg_xact_commit_timestamp), what Debezium's source.ts_ms carries: the
+    # tests check history models' valid_from/valid_to against it. A server setting, read at start only.
+    "track_commit_timestamp": "on",
 }
 
 

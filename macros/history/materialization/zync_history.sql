@@ -44,6 +44,8 @@
   {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
   {%- set columns = zync_mirror_columns(rows, key, settings.get('columns') == 'after') -%}
   {%- set names = columns | map(attribute='name') | list -%}
+  {%- set types = {} -%}
+  {%- for column in columns -%}{%- do types.update({column.name: column.data_type}) -%}{%- endfor -%}
 
   {%- if full -%}
     {%- if existing_relation is not none and existing_relation.is_view -%}
@@ -53,7 +55,7 @@
     {%- set events = '(\nselect `_zync_changes`.*, true as `_zync_new` from (\n' ~ zync_history_changes(rows, key, columns)
                      ~ '\n) as `_zync_changes`\n) as `_zync_events`' -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
-      {{ create_table_as(False, target_relation, zync_history_versions(events, key, names, settings.hard_deletes)) }}
+      {{ create_table_as(False, target_relation, zync_history_versions(events, key, names, settings.hard_deletes, types)) }}
     {%- endcall -%}
   {%- else -%}
     {%- call statement('create_changes') -%}
@@ -70,7 +72,7 @@
                            if changes <= var('zync_mirror_key_filter_rows', 10000) else none -%}
       {%- set events = '(\n' ~ zync_history_events(target_relation, changes_relation, key, names, key_filter) ~ '\n) as `_zync_events`' -%}
       {%- call statement('create_versions') -%}
-        {{ create_table_as(True, versions_relation, zync_history_versions(events, key, names, settings.hard_deletes)) }}
+        {{ create_table_as(True, versions_relation, zync_history_versions(events, key, names, settings.hard_deletes, types)) }}
       {%- endcall -%}
       {%- call statement('cache_versions') -%}
         cache table {{ versions_relation }}

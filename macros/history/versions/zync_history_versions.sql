@@ -18,12 +18,22 @@
     version before it and is kept on it as `_zync_delete` (its position,
     Kafka position, time and transaction), so a later run that orders a late
     change before that delete still knows it.
+  - a column holding Debezium's unavailable-value placeholder (an unchanged
+    TOASTed value, zync_unavailable; `types`: {name: Spark type} of the
+    value columns) takes the value of its key's version before it, as the
+    mirror does; a version with no earlier value of it (its key's first
+    event the history holds) has null there, as a rebuilt mirror.
   A delete with no version before it (invalidate) is not kept.
 #}
-{% macro zync_history_versions(events, key, names, hard_deletes) -%}
+{% macro zync_history_versions(events, key, names, hard_deletes, types=none) -%}
 {%- set partition_by -%}
 {% for name in key %}{{ adapter.quote(name) }}{{ ", " if not loop.last }}{% endfor %}
 {%- endset -%}
+{%- set unavailable = {} -%}
+{%- for name in names if name in (types or {}) -%}
+  {%- set test = zync_unavailable(adapter.quote(name), types[name]) -%}
+  {%- if test is not none -%}{%- do unavailable.update({name: test}) -%}{%- endif -%}
+{%- endfor -%}
 with
 
 events as (
@@ -52,9 +62,25 @@ by_position as (
     where `_zync_position` is null or `_zync_resent` = 1
 ),
 
+carried as (
+    select
+        {%- for name in key + names %}
+        {%- if name in unavailable %}
+        last_value(case when not {{ unavailable[name] }} then named_struct('v', {{ adapter.quote(name) }}) end, true) over (
+            partition by {{ partition_by }} order by {{ zync_history_order() }}
+            rows between unbounded preceding and current row
+        ).`v` as {{ adapter.quote(name) }},
+        {%- else %}
+        {{ adapter.quote(name) }},
+        {%- endif %}
+        {%- endfor %}
+        `_zync_op`, `_zync_source_ts`, `_zync_position`, `_zync_transaction`, `_zync_kafka`
+    from by_position
+),
+
 ordered as (
     select
-        by_position.*,
+        carried.*,
         coalesce(timestamp_millis(`_zync_source_ts`), `_zync_kafka`.`timestamp`) as `_zync_at`,
         lead(named_struct(
             'op', `_zync_op`,
@@ -64,7 +90,7 @@ ordered as (
             'source_ts', `_zync_source_ts`,
             'transaction', `_zync_transaction`
         )) over (partition by {{ partition_by }} order by {{ zync_history_order() }}) as `_zync_next`
-    from by_position
+    from carried
 )
 
 select
