@@ -543,10 +543,7 @@ class Service:
             done.lag += sum(behind.values())
             if result.total:
                 done.records[pool] = done.records.get(pool, 0) + result.total
-                try:
-                    self.versions.committed(pool)
-                except Exception:  # noqa: BLE001 - the stages then list the pool's log, as without it
-                    pass
+                self.versions.committed(pool)
         return done
 
     def _pooled_yet(self, raw: RawInput) -> bool:

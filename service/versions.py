@@ -86,11 +86,14 @@ class TableVersions:
 
         The commit's transaction listed the log a moment before: listing it again in the same cycle (a
         request to an object store, each time a stage asks) would tell a change by another writer since
-        then, which the next cycle's own listing tells as well."""
-        location = self._location(name)
-        if location is None:
+        then, which the next cycle's own listing tells as well. If the engine cannot say, nothing is taken."""
+        try:
+            location = self._location(name)
+            if location is None:
+                return
+            version, table_id = held_version(self.spark, location)
+        except Exception:  # noqa: BLE001 - then version() lists the log, as it does for any other table
             return
-        version, table_id = held_version(self.spark, location)
         if table_id is not None:
             self._committed[name] = TableVersion(table_id, version)
 

@@ -72,23 +72,23 @@ def is_delta_table(spark: SparkSession, location: str) -> bool:
     return bool(delta_tables(spark).isDeltaTable(java_session(spark), location))
 
 
-def latest_version(spark: SparkSession, location: str) -> tuple[int, str | None]:
-    """(the newest version, the table's id); (-1, None) when no table is there (any more)."""
-    snapshot = latest_snapshot(spark, delta_log(spark, location))
+def _version_and_id(snapshot) -> tuple[int, str | None]:
+    """(a snapshot's version, the table's id); (-1, None) for a snapshot of no table."""
     version = int(snapshot.version())
     if version < 0:
         return version, None
     return version, str(snapshot.metadata().id())
+
+
+def latest_version(spark: SparkSession, location: str) -> tuple[int, str | None]:
+    """(the newest version, the table's id); (-1, None) when no table is there (any more)."""
+    return _version_and_id(latest_snapshot(spark, delta_log(spark, location)))
 
 
 def held_version(spark: SparkSession, location: str) -> tuple[int, str | None]:
     """(the version, the table's id) of the newest snapshot of the table this engine holds, its log not
     read: after this engine's own commit, that commit's version (Delta's snapshot after a commit)."""
-    snapshot = delta_log(spark, location).unsafeVolatileSnapshot()
-    version = int(snapshot.version())
-    if version < 0:
-        return version, None
-    return version, str(snapshot.metadata().id())
+    return _version_and_id(delta_log(spark, location).unsafeVolatileSnapshot())
 
 
 def latest_transaction(spark: SparkSession, location: str, app_id: str) -> tuple[int, int]:
