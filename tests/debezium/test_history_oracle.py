@@ -333,3 +333,245 @@ def test_history_model_is_postgresql_audit_trail_version_by_version(source, debe
     print(f"history oracle: killed {'while' if flowing else 'after'} the burst flowed, at {at_kill[0]} raw records "
           f"and {at_kill[1]} of {at_kill[2]} versions; {time.monotonic() - started:.0f}s; {report}", file=sys.stderr)
     assert list(report) == ["snapshot", "stream", "replay", "kill -9 and restart"]
+
+
+# --- Two tables, transactions over both: all mirrors as of one time (zync_as_of_cut) --------------------------
+
+TX_DB = "dbz_oracle_tx"
+TX_PREFIX = "dbzoracletx"
+TX_CONNECTOR = "dbz-oracle-tx-source"
+TX_POOL = "raw_dbzoracletx"
+TX_TABLES = {"orders": ("total",), "lines": ("order_id", "qty")}  # each table's columns besides id
+TX_MIRRORS = "\n".join(["mirrors:"] + [
+    f"  - model: oracle_{table}\n    topic: {TX_PREFIX}.public.{table}\n    pool: {TX_POOL}\n"
+    f"    consistency: transaction\n    history: true\n    hard_deletes: {deletes}"
+    for table, deletes in (("orders", "invalidate"), ("lines", "new_record"))]) + "\n"
+TX_SCHEMA = """
+create table orders (id integer primary key, total integer);
+create table lines (id integer primary key, order_id integer, qty integer);
+alter table lines replica identity full;  -- a delete's before image is the whole row (new_record keeps it)
+create table audit_tx (
+    seq bigserial primary key, txid bigint not null default txid_current(),
+    tbl text not null, op text not null, id integer not null, a integer, b integer
+);
+create function audit_tx() returns trigger language plpgsql as $$
+declare r record;
+begin
+    if tg_op = 'DELETE' then r := old; else r := new; end if;
+    if tg_table_name = 'orders' then
+        insert into audit_tx (tbl, op, id, a) values ('orders', lower(left(tg_op, 1)), r.id, r.total);
+    else
+        insert into audit_tx (tbl, op, id, a, b) values ('lines', lower(left(tg_op, 1)), r.id, r.order_id, r.qty);
+    end if;
+    return r;
+end $$;
+create trigger audit_orders after insert or update or delete on orders for each row execute function audit_tx();
+create trigger audit_lines after insert or update or delete on lines for each row execute function audit_tx();
+insert into orders values (1, 10), (2, 7);
+insert into lines values (1, 1, 10), (2, 2, 3), (3, 2, 4);
+"""
+# Each a transaction; every one keeps each order's total equal to its lines' sum.
+TX_STREAM = [
+    "insert into orders values (3, 15); insert into lines values (4, 3, 5), (5, 3, 10)",
+    "update lines set qty = 6 where id = 4; update orders set total = 16 where id = 3",
+    "delete from lines where order_id = 2; delete from orders where id = 2",
+    "insert into orders values (2, 9); insert into lines values (6, 2, 9)",          # an order created again
+    "update orders set total = 11 where id = 1; insert into lines values (7, 1, 1)",
+    "delete from lines where id = 1; update orders set total = 1 where id = 1",
+    "update orders set total = 20 where id = 3; update lines set qty = 14 where id = 5",
+    "update orders set total = total where id = 2",                                  # one table only
+] + [f"insert into orders values ({10 + i}, {2 * i + 1}); insert into lines values ({100 + 2 * i}, {10 + i}, {i}),"
+     f" ({101 + 2 * i}, {10 + i}, {i + 1})" + (f"; delete from lines where order_id = {9 + i};"
+                                              f" delete from orders where id = {9 + i}" if i % 3 == 2 else "")
+     for i in range(12)]
+
+
+def tx_trail(debezium) -> list[dict]:
+    commit = "floor(extract(epoch from pg_xact_commit_timestamp((txid % 4294967296)::text::xid)) * 1000)::bigint"
+    return debezium.query(f"select seq, txid, tbl, op, id, a, b, {commit} as commit_ms from audit_tx order by seq", TX_DB)
+
+
+def tx_values(row: dict) -> tuple:
+    return (row["a"],) if row["tbl"] == "orders" else (row["a"], row["b"])
+
+
+def tx_expected_versions(rows: list[dict], table: str, snapshot_seq: int, new_record: bool) -> dict[int, list[Version]]:
+    """expected_versions for one table of the trail, deletes kept as versions (the row as deleted) with new_record."""
+    events: dict[int, list[tuple]] = {}
+    for row in rows:
+        if row["tbl"] != table:
+            continue
+        if row["seq"] <= snapshot_seq:
+            events[row["id"]] = [] if row["op"] == "d" else [("r", (row["id"], *tx_values(row)), row["commit_ms"], None)]
+        else:
+            events.setdefault(row["id"], []).append((row["op"], (row["id"], *tx_values(row)), row["commit_ms"],
+                                                     str(row["txid"])))
+    versions: dict[int, list[Version]] = {}
+    for key, changes in events.items():
+        for i, (op, values, at, txid) in enumerate(changes):
+            if op == "d" and not new_record:
+                continue
+            following = changes[i + 1] if i + 1 < len(changes) else None
+            versions.setdefault(key, []).append(Version(values, at, following[2] if following else None,
+                                                        following is None and op != "d", op, txid))
+    return versions
+
+
+def tx_history_versions(spark, table: str) -> dict[int, list[Version]]:
+    columns = ("id",) + TX_TABLES[table]
+    versions: dict[int, list[Version]] = {}
+    for r in spark.sql(f"select {', '.join(columns)}, unix_millis(valid_from) as valid_from, unix_millis(valid_to) "
+                       f"as valid_to, is_current, _zync_op, _zync_transaction from zync.oracle_{table}_history "
+                       "order by id, _zync_position, _zync_kafka.partition, _zync_kafka.offset").collect():
+        transaction = r["_zync_transaction"].split(":")[0] if r["_zync_transaction"] is not None else None
+        versions.setdefault(r["id"], []).append(Version(tuple(r[c] for c in columns), r["valid_from"], r["valid_to"],
+                                                        r["is_current"], r["_zync_op"], transaction))
+    return versions
+
+
+State = tuple[frozenset, frozenset]  # (orders (id, total), lines (id, order_id, qty))
+
+
+def trail_state(rows: list[dict], at_ms: int) -> State:
+    """Both tables as PostgreSQL held them at `at_ms`: every audited change committed by then, applied in order
+    (the workload's transactions run one after another, so write order is commit order)."""
+    tables: dict[str, dict[int, tuple]] = {"orders": {}, "lines": {}}
+    for row in rows:
+        if row["commit_ms"] <= at_ms:
+            if row["op"] == "d":
+                tables[row["tbl"]].pop(row["id"], None)
+            else:
+                tables[row["tbl"]][row["id"]] = (row["id"], *tx_values(row))
+    return frozenset(tables["orders"].values()), frozenset(tables["lines"].values())
+
+
+def whole(state: State) -> bool:
+    """Every order's total is its lines' sum, every line's order exists: what every transaction of the workload keeps."""
+    orders, lines = state
+    sums: dict[int, int] = {}
+    for _, order, qty in lines:
+        sums[order] = sums.get(order, 0) + (qty or 0)
+    return {o: t for o, t in orders} == {o: sums.get(o, 0) for o, _ in orders} and set(sums) <= {o for o, _ in orders}
+
+
+def states_as_of(project, spark, times: list[str]) -> tuple[list[State], list[State]]:
+    """For each time: (both mirrors by zync_as_of_cut, both by zync_as_of each), compiled by dbt in one call, run."""
+    parts = []
+    for n, t in enumerate(times):
+        parts.append(
+            f"{{% set at = zync_as_of_cut([ref('oracle_orders'), ref('oracle_lines')], '{t}') %}}"
+            f"select {n} as n, 'cut' as form, 'orders' as tbl, id, total as a, null as b from {{{{ at['oracle_orders'] }}}} as o "
+            f"union all select {n}, 'cut', 'lines', id, order_id, qty from {{{{ at['oracle_lines'] }}}} as l "
+            f"union all select {n}, 'own', 'orders', id, total, null from {{{{ zync_as_of(ref('oracle_orders'), '{t}') }}}} as oo "
+            f"union all select {n}, 'own', 'lines', id, order_id, qty from {{{{ zync_as_of(ref('oracle_lines'), '{t}') }}}} as ll")
+    (result,) = project.dbt("compile", "--inline", "\nunion all\n".join(parts)).results
+    found: dict[tuple[int, str], tuple[set, set]] = {(n, f): (set(), set()) for n in range(len(times)) for f in ("cut", "own")}
+    for r in spark.sql(result.node.compiled_code).collect():
+        orders, lines = found[(r["n"], r["form"])]
+        (orders.add((r["id"], r["a"])) if r["tbl"] == "orders" else lines.add((r["id"], r["a"], r["b"])))
+    state = {k: (frozenset(o), frozenset(li)) for k, (o, li) in found.items()}
+    return [state[(n, "cut")] for n in range(len(times))], [state[(n, "own")] for n in range(len(times))]
+
+
+def ms_text(ms: int) -> str:
+    """Epoch milliseconds as the timestamp text the macros take, in the session's time zone (UTC in the tests)."""
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+@pytest.fixture(scope="module")
+def tx_source(debezium, spark):
+    for table in TX_TABLES:
+        for relation in (f"oracle_{table}", f"oracle_{table}_history", raw_table_name(f"{TX_PREFIX}.public.{table}")):
+            drop_relation(spark, f"zync.{relation}")
+    for relation in (raw_table_name(f"{TX_PREFIX}.transaction"), f"{TX_POOL}__cuts", f"{TX_POOL}__cut", TX_POOL):
+        drop_relation(spark, f"zync.{relation}")
+    debezium.database(TX_DB)
+    debezium.psql(TX_SCHEMA, TX_DB)
+    snapshot_seq = debezium.query("select max(seq) as seq from audit_tx", TX_DB)[0]["seq"]
+    debezium.source(TX_CONNECTOR, TX_DB, ["public.orders", "public.lines"], TX_PREFIX,
+                    **{"provide.transaction.metadata": "true"})
+    debezium.wait_records(f"{TX_PREFIX}.public.lines", 3)
+    yield snapshot_seq
+    debezium.delete(TX_CONNECTOR)
+
+
+def test_all_mirrors_as_of_a_time_never_show_half_a_transaction(tx_source, debezium, target, spark, tmp_path,
+                                                                  monkeypatch):
+    """Orders and their lines, changed together, read as of every commit time and the millisecond before it:
+    both mirrors by zync_as_of_cut are both tables as PostgreSQL held them then (its own trail), never half a
+    transaction; the history models match the trail version by version (lines with hard_deletes: new_record).
+    Then a history model run ahead of the other: the one-table form shows half a transaction, the cut form not."""
+    from service.run import Service
+    from zync.progress import Progress
+
+    snapshot_seq = tx_source
+    project = make_scratch_project(tmp_path / "oracle_tx", {"db.yml": TX_MIRRORS}, spark=spark,
+                                   topics=lambda: kafka_client.topic_names(target))
+    for shared in ("profiles", ".local", "jvm"):
+        (project.path / shared).symlink_to(ROOT / shared)
+    snapshot_records = {t: debezium.count(f"{TX_PREFIX}.public.{t}") for t in TX_TABLES}
+    for statement in TX_STREAM:
+        debezium.psql(f"begin; {statement}; commit", TX_DB)
+        time.sleep(0.02)  # commit times a millisecond or more apart, so that each is a point of its own
+    rows = tx_trail(debezium)
+    streamed = [r for r in rows if r["seq"] > snapshot_seq]
+    for table in TX_TABLES:
+        debezium.wait_records(f"{TX_PREFIX}.public.{table}", snapshot_records[table] + sum(
+            1 + (r["op"] == "d") for r in streamed if r["tbl"] == table))
+    debezium.wait_records(f"{TX_PREFIX}.transaction", 2 * len(TX_STREAM))
+
+    def caught_up() -> bool:
+        return all(spark.catalog.tableExists(f"zync.oracle_{t}_history") for t in TX_TABLES) and all(
+            tx_history_versions(spark, t) == tx_expected_versions(rows, t, snapshot_seq, t == "lines") for t in TX_TABLES)
+
+    with Service(target, root=project.path, status=Progress.for_run(live=False)) as service:
+        service.discovery.every_s = 0
+        for _ in range(8):
+            service.cycle()
+            if caught_up():
+                break
+    compared = {}
+    for table in TX_TABLES:
+        expected = tx_expected_versions(rows, table, snapshot_seq, table == "lines")
+        matched, differences = compare(expected, tx_history_versions(spark, table), tracked=True)
+        compared[table] = (sum(len(v) for v in expected.values()), matched)
+        assert not differences, f"{table}: {len(differences)} versions differ:\n" + "\n".join(differences)
+    assert any(v.op == "d" for vs in tx_expected_versions(rows, "lines", snapshot_seq, True).values() for v in vs)
+
+    # Every streamed transaction's commit time, and the millisecond before it.
+    commits = sorted({r["commit_ms"] for r in streamed})
+    assert len(commits) == len(TX_STREAM), "two transactions committed in one millisecond: no point between them"
+    times = [t for c in commits for t in (c - 1, c)]
+    cut_states, own_states = states_as_of(project, spark, [ms_text(t) for t in times])
+    wrong = [(ms_text(t), got, trail_state(rows, t)) for t, got in zip(times, cut_states) if got != trail_state(rows, t)]
+    assert not wrong, wrong[:3]
+    assert all(whole(s) for s in cut_states)
+    multi = sum(1 for s in TX_STREAM if "orders" in s and "lines" in s)
+    torn_own = sum(not whole(s) for s in own_states)
+    print(f"as-of oracle: history versions (compared, matched) {compared}; {len(times)} times over {len(commits)} "
+          f"transactions ({multi} over both tables): zync_as_of_cut equal to the trail at {len(times) - len(wrong)}, "
+          f"half a transaction at 0; zync_as_of per table half a transaction at {torn_own}", file=sys.stderr)
+
+    # One more order, ingested (the cut takes it), and only the orders' history run: read as of now, the
+    # one-table form shows the order without its lines; the cut form gives the newest cut both histories hold.
+    debezium.psql("begin; insert into orders values (50, 12); insert into lines values (500, 50, 12); commit", TX_DB)
+    debezium.wait_records(f"{TX_PREFIX}.transaction", 2 * len(TX_STREAM) + 2)
+    debezium.wait_records(f"{TX_PREFIX}.public.lines", snapshot_records["lines"] + sum(
+        1 + (r["op"] == "d") for r in streamed if r["tbl"] == "lines") + 1)
+    from cli import main as cli
+
+    monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
+    assert cli.main(["from-kafka", "--topic", f"{TX_PREFIX}.public.orders", "--topic", f"{TX_PREFIX}.public.lines",
+                     "--exit-after", "0"]) == 0
+    project.dbt("run", "--select", "oracle_orders_history")
+    rows = tx_trail(debezium)
+    now = max(r["commit_ms"] for r in rows) + 1000
+    (cut_now,), (own_now,) = states_as_of(project, spark, [ms_text(now)])
+    assert (50, 12) in own_now[0] and not whole(own_now)
+    assert cut_now == trail_state(rows, commits[-1]) and whole(cut_now)
+    project.dbt("run", "--select", "oracle_lines_history")
+    (cut_now,), (own_now,) = states_as_of(project, spark, [ms_text(now)])
+    assert cut_now == own_now == trail_state(rows, now)
+    print(f"as-of oracle, one history run ahead: zync_as_of per table half a transaction, zync_as_of_cut the newest "
+          f"cut both hold ({len(cut_now[0])} orders, {len(cut_now[1])} lines after both ran)", file=sys.stderr)
