@@ -355,13 +355,13 @@ create table audit_tx (
     tbl text not null, op text not null, id integer not null, a integer, b integer
 );
 create function audit_tx() returns trigger language plpgsql as $$
-declare r record;
+declare r record; op text := case tg_op when 'INSERT' then 'c' when 'UPDATE' then 'u' else 'd' end;
 begin
     if tg_op = 'DELETE' then r := old; else r := new; end if;
     if tg_table_name = 'orders' then
-        insert into audit_tx (tbl, op, id, a) values ('orders', lower(left(tg_op, 1)), r.id, r.total);
+        insert into audit_tx (tbl, op, id, a) values ('orders', op, r.id, r.total);
     else
-        insert into audit_tx (tbl, op, id, a, b) values ('lines', lower(left(tg_op, 1)), r.id, r.order_id, r.qty);
+        insert into audit_tx (tbl, op, id, a, b) values ('lines', op, r.id, r.order_id, r.qty);
     end if;
     return r;
 end $$;
