@@ -13,11 +13,11 @@
   The columns: the key's and the row's, then valid_from, valid_to, the op
   and the transaction id of the version.
 
-  Not written yet: the all-mirrors form, every mirror of a connector as of
-  one time, consistent with the transaction cut (no half of a multi-table
-  transaction; docs: Source transactions). This macro reads one table at
-  its own source time, and source times order changes only as far as the
-  database's clock does.
+  One table at its own source time, from what its history model holds
+  now: two tables read so can show half of a transaction that changed
+  both (one history model run past it, the other not yet). For several
+  mirrors of one connector at the same whole transaction, use
+  zync_as_of_cut.
 #}
 {% macro zync_as_of(mirror_relation, timestamp) -%}
   {{ return(adapter.dispatch('zync_as_of', 'zync')(mirror_relation, timestamp)) }}
