@@ -25,6 +25,13 @@ from compiler.schemas import SchemaSource
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "zync"
+PARTIAL_PARSE = Path("target") / "partial_parse.msgpack"
+
+# The first parse of a scratch project with the real dbt_project.yml, given to every new one: dbt's
+# partial parsing then parses only the files that differ (its models) instead of every macro again,
+# ~1.5 s off each new project's first command. A project with vars of its own parses whole, as dbt
+# sees the vars changed.
+_parsed_macros: bytes | None = None
 
 
 @dataclass
@@ -62,6 +69,7 @@ def run_dbt(project: Path, *args: str, expect_success: bool = True) -> DbtRun:
             [*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")])
     finally:
         os.chdir(back)
+    _keep_parse(project)
     done = DbtRun(result, messages)
     if expect_success and not done.success:
         failed = [f"{r.node.name}: {r.status}: {r.message}" for r in done.results
@@ -69,6 +77,14 @@ def run_dbt(project: Path, *args: str, expect_success: bool = True) -> DbtRun:
         raise AssertionError(f"dbt {' '.join(args)} failed: {result.exception or failed or result.result}\n"
                              + "\n".join(messages[-30:]))
     return done
+
+
+def _keep_parse(project: Path) -> None:
+    global _parsed_macros
+    parsed = project / PARTIAL_PARSE
+    if _parsed_macros is None and parsed.exists() and (
+            (project / "dbt_project.yml").read_bytes() == (ROOT / "dbt_project.yml").read_bytes()):
+        _parsed_macros = parsed.read_bytes()
 
 
 @dataclass
@@ -139,6 +155,9 @@ def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[s
         path.write_text(textwrap.dedent(text))
         paths.append(path)
     write_outputs(compile_transforms(paths, folder, schemas=schemas, topics=topics), folder)
+    if _parsed_macros is not None:
+        (folder / PARTIAL_PARSE).parent.mkdir(exist_ok=True)
+        (folder / PARTIAL_PARSE).write_bytes(_parsed_macros)
     return ScratchProject(folder, spark, prefix, engine)
 
 
