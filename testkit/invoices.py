@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler import compile_transforms, write_outputs
+from testkit.scratch import seed_partial_parse
 from zync import kafka_client, topics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,4 +123,5 @@ def invoices_project(base: Path, prefix: str) -> InvoicesProject:
         path.write_text(text)
         paths.append(path)
     write_outputs(compile_transforms(paths, project.path), project.path)
+    seed_partial_parse(project.path)
     return project

@@ -87,6 +87,13 @@ def _keep_parse(project: Path) -> None:
         _parsed_macros = parsed.read_bytes()
 
 
+def seed_partial_parse(folder: Path) -> None:
+    """Give a new project folder the first scratch project's parse (its macros parsed), when there is one."""
+    if _parsed_macros is not None:
+        (folder / PARTIAL_PARSE).parent.mkdir(exist_ok=True)
+        (folder / PARTIAL_PARSE).write_bytes(_parsed_macros)
+
+
 @dataclass
 class ScratchProject:
     path: Path
@@ -155,9 +162,7 @@ def make_scratch_project(folder: Path, transforms: dict[str, str], seeds: dict[s
         path.write_text(textwrap.dedent(text))
         paths.append(path)
     write_outputs(compile_transforms(paths, folder, schemas=schemas, topics=topics), folder)
-    if _parsed_macros is not None:
-        (folder / PARTIAL_PARSE).parent.mkdir(exist_ok=True)
-        (folder / PARTIAL_PARSE).write_bytes(_parsed_macros)
+    seed_partial_parse(folder)
     return ScratchProject(folder, spark, prefix, engine)
 
 
