@@ -141,7 +141,8 @@ chaos-run: setup
 # Torn reads (tests/debezium/test_torn_reads.py, marker `campaign`; `make test` checks the cut with
 # tests/debezium/test_transaction_cut.py instead): a reader queries a connector's mirrors without pause while `zync run` moves multi-table
 # transactions, with and without `consistency: transaction`, until ZYNC_TORN_READS reads (200 by
-# default, about an hour) of the mirrors at the cut; it prints both sides' reads and torn reads.
+# default, about an hour: a read of the four mirrors at the cut takes 15-21 s beside `zync run` on a
+# 2-core machine, docs/benchmarks.md) of the mirrors at the cut; it prints both sides' reads and torn reads.
 torn-reads: setup
 	ZYNC_TORN_READS=$${ZYNC_TORN_READS:-200} $(BIN)/pytest -p no:cacheprovider -m campaign -s tests/debezium/test_torn_reads.py
 

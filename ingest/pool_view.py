@@ -60,14 +60,16 @@ def view_sql(view: str, pool: str, topic: str, key_type: T.DataType, value_type:
               .where(exp.EQ(this=_kafka("topic"), expression=exp.Literal.string(topic))))
     if cut is not None:
         cut_table, connector = cut
-        offsets = exp.Bracket(this=exp.column("offsets", quoted=True), expressions=[exp.Literal.string(topic)])
-        last = (exp.select(exp.alias_(offsets, "offsets", quoted=True)).from_(_table(cut_table))
-                .where(exp.EQ(this=exp.column("connector", quoted=True), expression=exp.Literal.string(connector))))
-        bound = exp.Coalesce(this=exp.Anonymous(this="element_at", expressions=[
-            exp.column("offsets", table="zync_cut", quoted=True), _kafka("partition")]),
-            expressions=[exp.Literal.number(-1)])
-        select = select.join(exp.alias_(exp.Subquery(this=last), "zync_cut", quoted=True),
-                             on=exp.LTE(this=_kafka("offset"), expression=bound), join_type="inner")
+        # The connector's whole cut as a scalar subquery, the same text in every view of the connector,
+        # so that a query over several of them computes it once (Spark reuses a subquery it meets
+        # again) and reads each view's rows without a join: a join with the cut per view cost a scan
+        # of the pool, a shuffle and a broadcast each time a query named a view.
+        whole = exp.Subquery(this=exp.select(exp.column("offsets", quoted=True)).from_(_table(cut_table)).where(
+            exp.EQ(this=exp.column("connector", quoted=True), expression=exp.Literal.string(connector))))
+        offsets = exp.Anonymous(this="element_at", expressions=[whole, exp.Literal.string(topic)])
+        bound = exp.Coalesce(this=exp.Anonymous(this="element_at", expressions=[offsets, _kafka("partition")]),
+                             expressions=[exp.Literal.number(-1)])
+        select = select.where(exp.LTE(this=_kafka("offset"), expression=bound), append=True)
     create = exp.Create(this=_table(view), kind="VIEW", replace=True, expression=select)
     return create.sql(dialect="spark")
 
@@ -76,8 +78,9 @@ def cut_view_sql(view: str, pool: str) -> str:
     """CREATE OR REPLACE VIEW `view` (database.name): each connector's newest cut of `pool`, from its cut
     rows (zync/transactions.py), in the columns CUT_COLUMNS names.
 
-    A data view that joins it reads the pool twice in one query, and so at one version: the rows and the
-    cut the same commit left. Only each connector's newest row is parsed."""
+    A data view bounds its rows by it in a subquery: the pool read twice in one query, and so at one
+    version (Spark resolves a table once per query): the rows and the cut the same commit left. Only
+    each connector's newest row is parsed."""
     newest = (exp.select(exp.alias_(_parsed_cut(exp.Anonymous(this="max_by", expressions=[
                   exp.column("value", table="pool", quoted=True), _kafka("offset")])), "cut", quoted=True))
               .from_(exp.alias_(_table(pool), "pool", quoted=True)).where(_is_cut_row()).group_by(_kafka("topic")))

@@ -27,7 +27,8 @@ bound of 4 a cycle would pay them 50 times at 200 tables. Of the other folds,
 at most `per_cycle` run in one cycle (0: no bound at all), a changed schema
 first, then the most commits behind: a burst over many tables spreads its
 folds over the following cycles instead of stalling one. Of the folds due
-only by growth, at most one runs in a cycle, and only in a cycle with no
+only by growth, at most one runs in a cycle, the one grown furthest past
+its threshold (commits or rows, whichever is further), and only in a cycle with no
 other fold or first build: under a steady stream every mirror reaches its
 threshold in the same cycle, and folding them together stalled that cycle
 (bench/soak.py: 30-50 s cycles every ~10 minutes, against 12 s). One a
@@ -126,8 +127,13 @@ class FoldPolicy:
             rows = None if rows is None or counted.rows is None else rows + counted.rows
         if schema_changed:
             return (2, -commits)
-        if commits >= max(self.after_commits, 1) or (rows is not None and rows >= max(self.after_rows, 1)):
-            return (GROWN, -commits)
+        # How many times over its threshold a mirror has grown ranks the folds due by growth: by commits
+        # alone, a pooled mirror (which counts none) lost the one growth fold a cycle to every mirror of a
+        # raw table of its own while those grew, and was never folded: its view then read its topic's
+        # whole history at every query.
+        overdue = max(commits / max(self.after_commits, 1), (rows or 0) / max(self.after_rows, 1))
+        if overdue >= 1:
+            return (GROWN, -overdue)
         return None
 
     def _count(self, mirror: str, table: str, since: TableVersion | None, until: TableVersion | None,

@@ -129,3 +129,17 @@ def test_a_pooled_mirror_folds_by_its_rows_not_the_pools_commits():
     assert set(policy.choose(due, [pooled, plain], ran_at)) == {"a"}
     policy.after_rows = 10
     assert "p" in policy.choose({"p": due["p"]}, [pooled], ran_at)
+
+
+def test_a_pooled_mirror_is_not_starved_of_growth_folds_by_raw_tables_that_grow_too():
+    pooled = ZyncModel("p", "zync.p", None, (RawInput("p", "zync.raw_pool", pool_view="zync.raw_p"),))
+    plain = mirror("a")
+    policy = FoldPolicy(FakeVersions(bases={"zync.p__base", "zync.a__base"}, rows=10), after_commits=5,
+                        after_rows=50, per_cycle=4)
+    ran_at = {"p": {"zync.raw_pool": at(0)}, "a": {RAW.format("a"): at(0)}}
+    # both grew past their thresholds: a by 6 commits (1.2 times its 5), the pooled mirror by 100 rows of
+    # its own (twice its 50) and no commits it counts; the one grown further folds
+    due = {"p": {"zync.raw_pool": at(10)}, "a": {RAW.format("a"): at(6)}}
+    assert set(policy.choose(due, [pooled, plain], ran_at)) == {"p"}
+    ran_at["p"] = due.pop("p")
+    assert set(policy.choose({**due, "p": {"zync.raw_pool": at(12)}}, [pooled, plain], ran_at)) == {"a"}
