@@ -26,19 +26,20 @@ from testkit.scratch import make_scratch_project
 from tests.debezium.test_torn_reads import _whole, mirrors
 from zync import kafka_client
 from zync.progress import Progress
+from zync.spark_internals import java_frame, java_session, jvm_of
 
 OUT = os.environ.get("ZYNC_PROFILE_OUT", "")
 
 
 def profile(spark, sql: str, label: str) -> dict:
-    store = spark._jsparkSession.sharedState().statusStore()
+    store = java_session(spark).sharedState().statusStore()
     before = max([e.executionId() for e in _list(store.executionsList())] or [-1])
     group = f"profile-{label}-{time.monotonic_ns()}"
     spark.sparkContext.setJobGroup(group, group)
     t0 = time.monotonic()
     df = spark.sql(sql)
     t1 = time.monotonic()
-    qe = df._jdf.queryExecution()
+    qe = java_frame(df).queryExecution()
     qe.optimizedPlan()
     t2 = time.monotonic()
     qe.executedPlan()
@@ -53,7 +54,7 @@ def profile(spark, sql: str, label: str) -> dict:
         for s in (info.stageIds if info else []):
             st = tracker.getStageInfo(s)
             tasks += st.numTasks if st else 0
-    files = size = rows = 0
+    files = rows = 0
     scans = 0
     executions = [e for e in _list(store.executionsList()) if e.executionId() > before]
     for e in executions:
@@ -140,8 +141,8 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
                 say(base, spark.catalog.tableExists(base))
             say(spark.sql("select kafka.topic, count(*) n from zync.raw_profon group by 1").collect())
             df = reader.sql(query)
-            say(df._jdf.queryExecution().toString())
-            jvm = spark._jvm
+            say(java_frame(df).queryExecution().toString())
+            jvm = jvm_of(spark)
             jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.resetMetrics()
             for i in range(5):
                 r = profile(reader, query, f"idle-{i}")
