@@ -221,7 +221,6 @@ def source(debezium, spark):
 
 def test_history_model_is_postgresql_audit_trail_version_by_version(source, debezium, target, spark, tmp_path):
     from service.run import Service
-    from tests.service.test_whole_database import cycles_until
     from zync.progress import Progress
 
     started = time.monotonic()

@@ -21,10 +21,7 @@ import pytest
 
 from service.run import Service
 from testkit import torn_reads
-from testkit.invoices import ROOT
-from testkit.scratch import make_scratch_project
-from tests.debezium.test_torn_reads import _whole, mirrors
-from zync import kafka_client
+from tests.debezium.test_torn_reads import _whole, sources_and_project
 from zync.progress import Progress
 from zync.spark_internals import java_frame, java_session, jvm_of
 
@@ -99,17 +96,7 @@ def _num(text) -> int:
 @pytest.mark.campaign
 def test_profile_pooled_read(debezium, target, spark, tmp_path):
     name = "prof"
-    database = debezium.database(f"dbz_{name}")
-    debezium.psql(torn_reads.SCHEMA_SQL, database)
-    sets = {s: f"{name}{s}_" for s in ("off", "on")}
-    for s, metadata in (("off", "false"), ("on", "true")):
-        debezium.source(f"dbz-{name}-{s}", database, torn_reads.TABLES, f"{name}{s}",
-                        **{"provide.transaction.metadata": metadata})
-        debezium.wait_records(f"{name}{s}.public.lines", 2)
-    project = make_scratch_project(tmp_path / name, {"db.yml": mirrors(name)}, spark=spark,
-                                   topics=lambda: kafka_client.topic_names(target))
-    for shared in ("profiles", ".local", "jvm"):
-        (project.path / shared).symlink_to(ROOT / shared)
+    database, sets, project = sources_and_project(debezium, target, spark, tmp_path, name)
     log = Progress.for_run(live=False)
     results = []
     query = torn_reads.invariant_query("zync", sets["on"])

@@ -64,8 +64,9 @@ def _whole(spark, prefix: str) -> bool:
     return _mirror_state(spark, prefix)[0] == torn_reads.TOTAL_BALANCE
 
 
-def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, seconds: float, rate: float,
-                             least_reads: int) -> dict[str, torn_reads.Reads]:
+def sources_and_project(debezium, target, spark, tmp_path, name: str):
+    """The workload's database, its two Debezium sources (`<name>off`, `<name>on`) and a project mirroring
+    both: (database, {"off"|"on": mirror name prefix}, project)."""
     database = debezium.database(f"dbz_{name}")
     debezium.psql(torn_reads.SCHEMA_SQL, database)
     sets = {s: f"{name}{s}_" for s in ("off", "on")}
@@ -77,6 +78,12 @@ def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, secon
                                    topics=lambda: kafka_client.topic_names(target))
     for shared in ("profiles", ".local", "jvm"):
         (project.path / shared).symlink_to(ROOT / shared)
+    return database, sets, project
+
+
+def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, seconds: float, rate: float,
+                             least_reads: int) -> dict[str, torn_reads.Reads]:
+    database, sets, project = sources_and_project(debezium, target, spark, tmp_path, name)
     log = Progress.for_run(live=False)
     with Service(target, root=project.path, status=log, fold_after_rows=200) as service:
         service.discovery.every_s = 0
