@@ -179,13 +179,15 @@ class PoolIngest:
                 .orderBy("topic", "partition", "offset").collect())
         # The transactions the cut passed lately (their ENDs at or before it, as many as it remembers): what
         # Debezium sends again of them after the resume is behind the cut (ingest/transaction_cut.py).
-        lately = kafka.offset.between(F.lit(cut.cut.end_offset - 2 * cut.remembered), F.lit(cut.cut.end_offset))
-        ends = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
-                .where((kafka.topic == transaction_topic) & lately)
-                .select("kafka.offset", F.get_json_object("value", "$.status").alias("status"),
-                        F.get_json_object("value", "$.id").alias("id"))
-                .where(F.col("status") == END).orderBy("offset").collect())
-        cut.passed(b for b in (boundary_of(r["offset"], {"status": END, "id": r["id"]}) for r in ends) if b)
+        # A transaction is a BEGIN and an END in the transaction topic: twice as many offsets back.
+        if cut.cut.end_offset >= 0:
+            lately = kafka.offset.between(F.lit(cut.cut.end_offset - 2 * cut.remembered), F.lit(cut.cut.end_offset))
+            ends = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
+                    .where((kafka.topic == transaction_topic) & lately)
+                    .select("kafka.offset", F.get_json_object("value", "$.status").alias("status"),
+                            F.get_json_object("value", "$.id").alias("id"))
+                    .where(F.col("status") == END).orderBy("offset").collect())
+            cut.passed(b for b in (boundary_of(r["offset"], {"status": END, "id": r["id"]}) for r in ends) if b)
         self._feed(transaction_topic, [(r["topic"], r["partition"], r["offset"],
                                         None if r["value"] is None else json.loads(r["value"])) for r in rows])
 
