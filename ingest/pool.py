@@ -54,7 +54,7 @@ from zync import kafka_client
 from zync.config import Target
 from zync.errors import ZyncError
 from zync.pools import CHANGED_PROPERTY, TYPES_PROPERTY, topics_tag
-from zync.transactions import (CUT_TAG, DEFAULT_EXPIRE_AFTER_S, Cut, boundary_of, change_of, cut_table_name,
+from zync.transactions import (CUT_TAG, DEFAULT_EXPIRE_AFTER_S, END, Cut, boundary_of, change_of, cut_table_name,
                                cut_fields, cut_topic, cut_value, cuts_view_name)
 from zync.wire import HEADER, DecodeError, Registry
 
@@ -177,15 +177,26 @@ class PoolIngest:
         rows = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
                 .where(past_end | past_changes).select("kafka.topic", "kafka.partition", "kafka.offset", "value")
                 .orderBy("topic", "partition", "offset").collect())
+        # The transactions the cut passed lately (their ENDs at or before it, as many as it remembers): what
+        # Debezium sends again of them after the resume is behind the cut (ingest/transaction_cut.py).
+        # A transaction is a BEGIN and an END in the transaction topic: twice as many offsets back.
+        if cut.cut.end_offset >= 0:
+            lately = kafka.offset.between(F.lit(cut.cut.end_offset - 2 * cut.remembered), F.lit(cut.cut.end_offset))
+            ends = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
+                    .where((kafka.topic == transaction_topic) & lately)
+                    .select("kafka.offset", F.get_json_object("value", "$.status").alias("status"),
+                            F.get_json_object("value", "$.id").alias("id"))
+                    .where(F.col("status") == END).orderBy("offset").collect())
+            cut.passed(b for b in (boundary_of(r["offset"], {"status": END, "id": r["id"]}) for r in ends) if b)
         self._feed(transaction_topic, [(r["topic"], r["partition"], r["offset"],
                                         None if r["value"] is None else json.loads(r["value"])) for r in rows])
 
     def _feed(self, transaction_topic: str, records: list[tuple[str, int, int, dict | None]]) -> None:
         """Records of one connector, (topic, partition, offset, decoded value), in offset order per partition."""
-        cut = self.cuts[transaction_topic]
-        cut.changes(change_of(*record) for record in records if record[0] != transaction_topic)
+        cut, now = self.cuts[transaction_topic], time.monotonic()
+        cut.changes((change_of(*record) for record in records if record[0] != transaction_topic), now)
         cut.boundaries((b for b in (boundary_of(offset, value) for topic, _, offset, value in records
-                                    if topic == transaction_topic) if b is not None), time.monotonic())
+                                    if topic == transaction_topic) if b is not None), now)
 
     def waiting(self, marks: kafka_client.Watermarks) -> dict[tuple[str, int], int]:
         """Messages Kafka holds past what the pool committed, per (topic, partition) that has any."""

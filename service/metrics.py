@@ -168,6 +168,9 @@ class Metrics:
                                  "not behind the connector's cut yet", connector, registry=r)
         self.cut_expired = Gauge("zync_transaction_cut_expired", "transactions given up on as never whole (counted "
                                  "since the connector's first cut)", connector, registry=r)
+        self.cut_replayed = Gauge("zync_transaction_cut_replayed", "changes and ENDs the connector sent again of "
+                                  "transactions already behind its cut (since this process started): taken, never "
+                                  "waited for", connector, registry=r)
         self.stage_failures = Counter("zync_stage_failures", "failures of a stage for one topic, model or table",
                                       ("stage", "of"), registry=r)
         self.cycles = Counter("zync_cycles", "cycles, with work or without", ("work",), registry=r)
@@ -228,9 +231,10 @@ class Metrics:
                 self.lag.labels(topic).set(count)
                 self._waits.looked(topic, count, now)
 
-    def cut(self, connector: str, committed_ms: int | None, waiting: int, expired: int) -> None:
+    def cut(self, connector: str, committed_ms: int | None, waiting: int, expired: int, replayed: int = 0) -> None:
         """Where a connector's cut stands after its pool's ingest."""
         with self._lock:
+            self.cut_replayed.labels(connector).set(replayed)
             if committed_ms is not None:
                 self.cut_committed.labels(connector).set(committed_ms / 1000)
             self.cut_waiting.labels(connector).set(waiting)

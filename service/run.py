@@ -536,7 +536,8 @@ class Service:
                 self._succeeded("ingest", topic)
                 self.metrics.ingested(topic, pool, result.records.get(topic, 0), 0)
             for connector, cut in job.cuts.items():
-                self.metrics.cut(connector, cut.cut.committed_ms, cut.waiting_transactions, cut.cut.expired)
+                self.metrics.cut(connector, cut.cut.committed_ms, cut.waiting_transactions, cut.cut.expired,
+                                 cut.replayed)
             behind = job.waiting(marks)
             for topic in views:
                 self.metrics.lags({topic: sum(n for (t, _), n in behind.items() if t == topic)})

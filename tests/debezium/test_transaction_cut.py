@@ -3,7 +3,8 @@ transaction has all of its changes in the pool, and each data topic's last offse
 
 PostgreSQL -> Debezium's source (provide.transaction.metadata) -> Kafka -> the pool. A transaction
 over two tables read half (one table's topic not taken yet) leaves the cut where it was; read
-whole, the cut takes it; a restart in between resumes the cut from the pool and goes on.
+whole, the cut takes it; a restart in between resumes the cut from the pool and goes on. Changes and
+ENDs Debezium sends again of transactions already behind the cut, after a restart or within a run, hold it not.
 """
 
 from __future__ import annotations
@@ -117,6 +118,42 @@ def test_the_pool_keeps_a_cut_of_whole_transactions_through_a_restart(debezium, 
         assert Cut.from_dict(tag) == Cut.from_dict(json.loads(r["value"]))
     (row,) = spark.table(f"{POOL}__cut").collect()
     assert row["end_offset"] == 5 and row["offsets"] == {ORDERS: {0: 2}, LINES: {0: last.offsets[(LINES, 0)]}}
+
+    # Debezium sends at least once: a task that dies before its offsets are flushed sends again, at new offsets
+    # past the cut, what followed them (debezium.replay: its own records, byte for byte). A restart (the cut
+    # from its row), then the third transaction sent again in part, with its END: its order, not its lines.
+    debezium.replay(ORDERS, last.offsets[(ORDERS, 0)])
+    debezium.replay(TRANSACTIONS, last.end_offset)
+    lines_before = debezium.count(LINES)
+    debezium.psql("begin; insert into lines values (6, 2, 7); update orders set total = 12 where id = 2; commit;",
+                  database)
+    debezium.wait_records(TRANSACTIONS, 9)
+    debezium.wait_records(LINES, lines_before + 1)
+    third = _pool(target, spark)
+    try:
+        _run(third, target, {ORDERS, LINES, TRANSACTIONS})
+        _assert_every_record_behind_the_cut(spark, debezium)
+        # Within the same run: the fourth transaction's line sent again (its END is behind the cut, not sent
+        # again), then a fifth transaction.
+        debezium.replay(LINES, lines_before)
+        debezium.psql("begin; insert into orders values (4, 40); insert into lines values (7, 4, 40); commit;",
+                      database)
+        debezium.wait_records(TRANSACTIONS, 11)
+        debezium.wait_records(LINES, lines_before + 3)
+        _run(third, target, {ORDERS, LINES, TRANSACTIONS})
+        _assert_every_record_behind_the_cut(spark, debezium)
+    finally:
+        third.close()
+
+
+def _assert_every_record_behind_the_cut(spark, debezium) -> None:
+    """The cut is at the transaction topic's last END and every data record Kafka holds is behind it and shown
+    (a change sent again holds neither), none given up on."""
+    cut, counts = _stored_cut(spark), {t: debezium.count(t) for t in (ORDERS, LINES, TRANSACTIONS)}
+    assert (cut.end_offset, cut.expired) == (counts[TRANSACTIONS] - 1, 0)
+    assert cut.offsets == {(ORDERS, 0): counts[ORDERS] - 1, (LINES, 0): counts[LINES] - 1}
+    for topic in (ORDERS, LINES):
+        assert _offsets(spark, view(topic), topic) == list(range(counts[topic]))
 
 
 def _file_tags(spark, file_path: str) -> list[str]:

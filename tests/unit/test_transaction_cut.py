@@ -149,3 +149,75 @@ def test_what_the_cut_keeps_of_a_value_reads_as_the_whole_value_does():
     for event in (dbz.transaction_event("BEGIN", dbz.transaction_id(571, 70), 1000),
                   dbz.transaction_event("END", dbz.transaction_id(571, 90), 1003, {"public.orders": 2})):
         assert boundary_of(3, cut_fields(event)) == boundary_of(3, event)
+
+
+# --- changes Debezium sends again (at least once) of transactions already behind the cut -------------------
+
+def _two_transactions_behind_the_cut(**options) -> CutState:
+    """Transactions 1 (an order and a line) and 2 (a line) taken whole: the cut is after 2's END."""
+    cut = state(**options)
+    cut.changes([Change(ORDERS, 0, 0, "1", 1), Change(LINES, 0, 0, "1", 1), Change(LINES, 0, 1, "2", 1)])
+    cut.boundaries([end(0, "1", {"public.orders": 1, "public.lines": 1}), end(1, "2", {"public.lines": 1})], now=0)
+    assert cut.advance(now=0).end_offset == 1
+    return cut
+
+
+def test_a_change_sent_again_after_its_transaction_is_behind_the_cut_does_not_hold_its_partition():
+    cut = _two_transactions_behind_the_cut()
+    # A Connect worker killed before its offsets flushed: transaction 1's line again, with no END (its END
+    # is behind the cut), then transaction 3.
+    cut.changes([Change(LINES, 0, 2, "1", 1), Change(LINES, 0, 3, "3", 1)])
+    cut.boundaries([end(2, "3", {"public.lines": 1})], now=1)
+    after = cut.advance(now=1)
+    assert (after.end_offset, after.offsets[(LINES, 0)], after.expired) == (2, 3, 0)
+    assert cut.waiting_changes == 0 and cut.replayed == 1
+
+
+def test_a_change_sent_again_after_a_restart_from_the_cut_row_does_not_hold_its_partition():
+    """A restart rebuilds the cut from its row; the transactions the cut passed lately are given to it
+    again (the pool's ENDs at or before the cut), so a change sent again of one of them is known."""
+    before = _two_transactions_behind_the_cut()
+    cut = state(cut=Cut.from_dict(json.loads(json.dumps(before.cut.to_dict()))))
+    cut.passed([end(0, "1", {"public.orders": 1, "public.lines": 1}), end(1, "2", {"public.lines": 1})])
+    cut.changes([Change(ORDERS, 0, 1, "1", 1), Change(ORDERS, 0, 2, "3", 1)])
+    cut.boundaries([end(2, "3", {"public.orders": 1})], now=0)
+    after = cut.advance(now=0)
+    assert (after.end_offset, after.offsets[(ORDERS, 0)], after.expired) == (2, 2, 0)
+    assert cut.waiting_changes == 0
+
+
+def test_a_transaction_sent_again_in_part_with_its_end_does_not_hold_later_transactions():
+    """A worker killed in the middle of a transaction's offsets: Debezium sends the rest of its changes and its
+    END again. The END is of a transaction behind the cut: it does not wait for the changes not sent again."""
+    cut = _two_transactions_behind_the_cut()
+    cut.changes([Change(LINES, 0, 2, "1", 1), Change(LINES, 0, 3, "3", 1)])
+    cut.boundaries([end(2, "1", {"public.orders": 1, "public.lines": 1}), end(3, "3", {"public.lines": 1})], now=1)
+    after = cut.advance(now=1)
+    assert (after.end_offset, after.transaction, after.offsets[(LINES, 0)], after.expired) == (3, "3", 3, 0)
+    assert cut.waiting_transactions == 0 and cut.waiting_changes == 0
+
+
+def test_an_end_sent_twice_while_its_transaction_waits_counts_once():
+    cut = state()
+    cut.changes([Change(ORDERS, 0, 0, "1", 1)])
+    cut.boundaries([end(0, "1", {"public.orders": 1, "public.lines": 1})], now=0)
+    cut.changes([Change(LINES, 0, 0, "1", 1), Change(LINES, 0, 1, "1", 1)])  # the line, then sent again
+    cut.boundaries([end(1, "1", {"public.orders": 1, "public.lines": 1})], now=0)
+    after = cut.advance(now=0)
+    assert (after.end_offset, after.offsets) == (0, {(ORDERS, 0): 0, (LINES, 0): 1})
+    assert cut.waiting_transactions == 0
+
+
+def test_a_change_whose_end_never_comes_is_given_up_on_after_the_bound_and_counted():
+    """A change sent again of a transaction the cut passed longer ago than it remembers (or an END lost):
+    no END will close it. It holds its partition for the bound, then shows, counted as expired."""
+    cut = state(expire_after_s=60, remembered=1)
+    cut.changes([Change(LINES, 0, 0, "1", 1), Change(LINES, 0, 1, "2", 1)])
+    cut.boundaries([end(0, "1", {"public.lines": 1}), end(1, "2", {"public.lines": 1})], now=0)
+    assert cut.advance(now=0).offsets == {(LINES, 0): 1}
+    cut.changes([Change(LINES, 0, 2, "1", 1)])  # 1 is forgotten (only 2 is remembered)
+    assert cut.advance(now=10).offsets == {(LINES, 0): 1}
+    assert not cut.expiry_due(now=69) and cut.expiry_due(now=70)
+    after = cut.advance(now=70)
+    assert (after.offsets, after.expired, after.end_offset) == ({(LINES, 0): 2}, 1, 1)
+    assert cut.waiting_changes == 0 and not cut.expiry_due(now=1000)
