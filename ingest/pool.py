@@ -174,16 +174,15 @@ class PoolIngest:
         data = [t for t in self.views if self._connector_of(t) == transaction_topic]
         past_changes = kafka.topic.isin(data) & (kafka.offset > F.coalesce(bound, F.lit(-1)))
         version = int(self.pool.read_version)
-        rows = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
-                .where(past_end | past_changes).select("kafka.topic", "kafka.partition", "kafka.offset", "value")
+        pool = self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
+        rows = (pool.where(past_end | past_changes).select("kafka.topic", "kafka.partition", "kafka.offset", "value")
                 .orderBy("topic", "partition", "offset").collect())
         # The transactions the cut passed lately (their ENDs at or before it, as many as it remembers): what
         # Debezium sends again of them after the resume is behind the cut (ingest/transaction_cut.py).
         # A transaction is a BEGIN and an END in the transaction topic: twice as many offsets back.
         if cut.cut.end_offset >= 0:
             lately = kafka.offset.between(F.lit(cut.cut.end_offset - 2 * cut.remembered), F.lit(cut.cut.end_offset))
-            ends = (self.spark.sql(f"select kafka, value from {self.pool.sql_name} version as of {version}")
-                    .where((kafka.topic == transaction_topic) & lately)
+            ends = (pool.where((kafka.topic == transaction_topic) & lately)
                     .select("kafka.offset", F.get_json_object("value", "$.status").alias("status"),
                             F.get_json_object("value", "$.id").alias("id"))
                     .where(F.col("status") == END).orderBy("offset").collect())

@@ -30,13 +30,7 @@
   {%- set at = 'cast(' ~ dbt.string_literal(timestamp) ~ ' as timestamp)' -%}
 (
     select
-        {%- for name in names %}
-        {{ adapter.quote(name) }},
-        {%- endfor %}
-        `valid_from`,
-        `valid_to`,
-        `_zync_op`,
-        `_zync_transaction`
+        {{ zync_as_of_columns(names) }}
     from {{ history }}
     where `valid_from` <= {{ at }}
         and (`valid_to` is null or `valid_to` > {{ at }})

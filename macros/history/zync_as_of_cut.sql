@@ -200,13 +200,7 @@
         from `_zync_made`
     )
     select
-        {%- for name in values %}
-        {{ adapter.quote(name) }},
-        {%- endfor %}
-        `valid_from`,
-        `valid_to`,
-        `_zync_op`,
-        `_zync_transaction`
+        {{ zync_as_of_columns(values) }}
     from `_zync_last`
     where `_zync_newest` = 1
         and `_zync_op` != 'd'
