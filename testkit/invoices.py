@@ -95,7 +95,7 @@ class InvoicesProject:
             return []
         return [{"key": r["key"], "value": r["value"],
                  "kafka": {"topic": r["kafka"]["topic"], "offset": r["kafka"]["offset"]}}
-                for r in topics.consume(target, self.output_topic, from_beginning=True, exit_after=0.5)]
+                for r in topics.consume(target, self.output_topic, from_beginning=True, exit_after=0.0)]
 
     def published_count(self, target) -> int:
         if not kafka_client.topic_exists(target, self.output_topic):

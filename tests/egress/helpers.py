@@ -25,4 +25,4 @@ def out_rows(topic: str, start: int, values: list[tuple[Any, Any, list[str] | No
 
 
 def published(target, topic: str) -> list[dict]:
-    return list(topics.consume(target, topic, from_beginning=True, exit_after=0.5))
+    return list(topics.consume(target, topic, from_beginning=True, exit_after=0.0))

@@ -73,9 +73,10 @@ def producer(target):
 
 @pytest.fixture
 def ingest(target, spark):
-    """Run from-kafka in this process until the topic is idle; returns the number of records committed."""
+    """Run from-kafka in this process over what the topic holds when it starts (exit_after 0, as a `zync run`
+    cycle: the tests produce first), or until idle for `exit_after` seconds; returns the records committed."""
 
-    def run(topic: str, exit_after: float = 1.0, **options) -> int:
+    def run(topic: str, exit_after: float = 0.0, **options) -> int:
         job = Ingest(target, [topic], progress=ingest_progress(live=False, stream=sys.stderr), **options)
         total = job.run(exit_after=exit_after)
         if job.reader == "spark" and total:

@@ -62,13 +62,13 @@ def test_dead_letters_land_beside_the_batch_survive_a_restart_and_replay(produce
 
     # errors.tolerance none (the default): a clear stop at the first bad message, everything before committed.
     with pytest.raises(DecodeError, match=rf"offset 2 value: not Avro.*--errors-tolerance all"):
-        _ingest(target, topic).run(exit_after=1.0)
+        _ingest(target, topic).run(exit_after=0.0)
     assert _offsets(spark, raw) == [0, 1]
     assert not spark.catalog.tableExists(dead)
 
     # all: each bad message is a dead letter with its bytes and error; the good ones around them land.
     job = _ingest(target, topic, errors_tolerance="all")
-    assert job.run(exit_after=1.0) == 2
+    assert job.run(exit_after=0.0) == 2
     assert job.batches_read["consumer"] == 1  # Spark's batch failed on purpose, the consumer found the messages
     assert _offsets(spark, raw) == [0, 1, 3, 8]
     letters = {r.kafka.offset: r for r in table_rows(spark, dead)}
@@ -89,7 +89,7 @@ def test_dead_letters_land_beside_the_batch_survive_a_restart_and_replay(produce
     # Meanwhile the missing schema is registered: message 4 would decode now, yet it is a dead letter
     # already, so the restart skips it; nothing is lost and nothing lands twice.
     assert producer.registry.register(f"{topic}-value", missing_schema).id == missing.id
-    assert _ingest(target, topic, errors_tolerance="all").run(exit_after=1.0) == 2
+    assert _ingest(target, topic, errors_tolerance="all").run(exit_after=0.0) == 2
     assert _offsets(spark, raw) == [0, 1, 3, 8]
     assert sorted(r.kafka.offset for r in table_rows(spark, dead)) == [2, 4, 5, 6, 7]
 

@@ -55,7 +55,7 @@ EDGE_VALUES = [
 def _ingest(target, topic: str, table: str, python_rows: bool) -> Ingest:
     job = Ingest(target, [topic], table=table, reader="python", python_rows=python_rows,
                  progress=ingest_progress(live=False, stream=sys.stderr))
-    job.run(exit_after=0.5)
+    job.run(exit_after=0.0)
     return job
 
 
