@@ -180,6 +180,11 @@ def render_sources(transforms: list[ReadsRawTables], sources: list[Path]) -> str
                                         f"record: a view over raw pool {pool}, which `zync run` fills with many "
                                         "topics at once, its key and value in their Avro types again.")
             transactions = getattr(item, "transactions", None)
+            if entry["meta"]["zync_read_by"] and entry["meta"].get(TRANSACTIONS_META) != transactions:
+                raise TransformError(item.where, f"topic {item.topic} is read at the cut of "
+                                     f"{entry['meta'].get(TRANSACTIONS_META) or transactions} in one place and as it "
+                                     "comes in another: its raw view is one for every reader; give every entry and "
+                                     "input of the topic the same `consistency:` (and `transactions:`)")
             if transactions is not None:
                 entry["meta"][TRANSACTIONS_META] = transactions
                 connectors.setdefault(transactions, (pool, connector_prefix(item.topic)))
