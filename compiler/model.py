@@ -25,6 +25,7 @@ from compiler import expressions as sql
 from compiler.properties import SOURCE_NAME
 from compiler.spec import Rule, Shape, Text, Transform
 from zync.tables import snake
+from zync.transactions import OUTPUT_TRANSACTION_COLUMN
 
 # The one style of every SQL text the compiler writes: lower-case keywords and function names, as the
 # macros (and dbt's own style guide) write them; every identifier quoted.
@@ -126,7 +127,7 @@ def ordering(alias: str, transactions: tuple[str, ...] = ()) -> exp.Expression:
 # The fields of a Debezium change an output taking whole source transactions reads of every input record
 # (macros/etl/order/zync_source_transaction.sql): its commit time and its transaction's id.
 TRANSACTION_READS = ("value.source.ts_ms", "value.transaction.id")
-TRANSACTION_COLUMN = "transaction"  # an out row's source transaction id (egress: a header of its record)
+TRANSACTION_COLUMN = OUTPUT_TRANSACTION_COLUMN
 
 
 def union_all(queries: list[exp.Query]) -> exp.Query:
