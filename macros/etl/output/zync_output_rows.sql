@@ -84,7 +84,7 @@ zync_output_rows as (
         ) end as status,
         '{{ invocation_id }}' as run_id
         {%- if transactions %},
-        case when kind = 'out' then ordering.transaction.id end as transaction
+        case when kind = 'out' then ordering.`transaction`.id end as `transaction`
         {%- endif %}
     from zync_emitted
     lateral view explode(filter(
