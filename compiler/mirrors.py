@@ -69,6 +69,8 @@ from compiler.spec import (
     _require,
     _topic,
     _where,
+    consistency_of as _consistency,
+    pool_of as _pool,
     read_yaml,
 )
 from zync.tables import raw_table_name, snake
@@ -86,7 +88,6 @@ PATTERN_KEYS = frozenset({"topics", "name", "delete", "source-ts", "types", "poo
 HARD_DELETES = ("invalidate", "new_record")
 # A mirror's history model is named <mirror>HISTORY_SUFFIX.
 HISTORY_SUFFIX = "_history"
-CONSISTENCIES = ("topic", "transaction")  # `consistency:` each topic on its own (the default), or whole transactions
 # Columns the mirror adds itself; user columns may not start with this prefix.
 RESERVED_PREFIX = "_zync_"
 # The model's struct of value.after's fields, typed, when `columns` is left to the default (macros/mirror/).
@@ -356,28 +357,6 @@ def _history(path: Path, raw: dict, what: str) -> tuple[bool, str]:
                              f"or new_record (a delete adds a version of its own), not {hard_deletes!r}",
                              f"hard_deletes: {hard_deletes}")
     return history, str(hard_deletes)
-
-
-def _consistency(path: Path, raw: dict, what: str) -> tuple[str, str | None]:
-    """`consistency:` and `transactions:` (the transaction topic, if named) of an entry."""
-    consistency = str(raw.get("consistency", "topic"))
-    if consistency not in CONSISTENCIES:
-        raise TransformError(_where(path, raw, "consistency"), f"{what}: consistency is one of "
-                             f"{', '.join(CONSISTENCIES)}, not {consistency!r}", f"consistency: {consistency}")
-    transactions = _topic(path, raw, "transactions", what) if "transactions" in raw else None
-    if transactions is not None and consistency != "transaction":
-        raise TransformError(_where(path, raw, "transactions"), f"{what}: `transactions` names the transaction topic "
-                             "of `consistency: transaction`; add that, or leave `transactions` out")
-    if consistency == "transaction" and "pool" not in raw:
-        raise TransformError(_where(path, raw, "consistency"), f"{what}: `consistency: transaction` needs `pool:`: "
-                             "the cut is kept by the raw pool that takes the connector's topics and its transaction "
-                             "topic (docs: Source transactions)", "consistency: transaction")
-    return consistency, transactions
-
-
-def _pool(path: Path, raw: dict, what: str) -> str | None:
-    """`pool:` the raw pool's table name, if the entry has one."""
-    return _identifier(path, raw, "pool", what) if "pool" in raw else None
 
 
 def _types(path: Path, raw: dict, what: str) -> tuple[tuple[str, str], ...]:

@@ -25,6 +25,7 @@ from compiler import expressions as sql
 from compiler.properties import SOURCE_NAME
 from compiler.spec import Rule, Shape, Text, Transform
 from zync.tables import snake
+from zync.transactions import OUTPUT_TRANSACTION_COLUMN
 
 # The one style of every SQL text the compiler writes: lower-case keywords and function names, as the
 # macros (and dbt's own style guide) write them; every identifier quoted.
@@ -114,9 +115,19 @@ def coordinates(alias: str) -> exp.Expression:
     return jinja(f"zync_coordinates({alias!r})")
 
 
-def ordering(alias: str) -> exp.Expression:
-    """The emission order of an event, from its driving record (macros/etl/order/zync_ordering.sql)."""
+def ordering(alias: str, transactions: tuple[str, ...] = ()) -> exp.Expression:
+    """The emission order of an event, from its driving record (macros/etl/order/zync_ordering.sql); with
+    `transactions` (its records' aliases, for an output taking whole source transactions) its source
+    transaction first."""
+    if transactions:
+        return jinja(f"zync_ordering({alias!r}, transactions={list(transactions)!r})")
     return jinja(f"zync_ordering({alias!r})")
+
+
+# The fields of a Debezium change an output taking whole source transactions reads of every input record
+# (macros/etl/order/zync_source_transaction.sql): its commit time and its transaction's id.
+TRANSACTION_READS = ("value.source.ts_ms", "value.transaction.id")
+TRANSACTION_COLUMN = OUTPUT_TRANSACTION_COLUMN
 
 
 def union_all(queries: list[exp.Query]) -> exp.Query:
@@ -287,11 +298,12 @@ def rule_query(compiled: CompiledRule, transform: Transform, earlier: list[str],
     """A rule as one query: one row per transformation event, with the records it consumed and its order."""
     rule = compiled.rule
     projection = _projection(compiled, value_fields, struct_fields)
+    whole = transform.whole_transactions
     if rule.kind == "denorm":
         assert compiled.join_on is not None
         query = exp.select(
             exp.alias_(exp.Array(expressions=[coordinates(LEFT), coordinates(RIGHT)]), "consumed"),
-            exp.alias_(ordering(LEFT), "ordering"), *projection,
+            exp.alias_(ordering(LEFT, (LEFT, RIGHT) if whole else ()), "ordering"), *projection,
         ).from_(_pairable(compiled, "left", earlier))
         pair = exp.EQ(this=path(LEFT, "zync_pair"), expression=path(RIGHT, "zync_pair"))
         query = query.join(_pairable(compiled, "right", earlier), on=exp.and_(compiled.join_on.copy(), pair),
@@ -299,7 +311,8 @@ def rule_query(compiled: CompiledRule, transform: Transform, earlier: list[str],
         query, guards = _lookup_joins(query, compiled, transform)
         return query.where(exp.and_(*guards)) if guards else query
     query = exp.select(
-        exp.alias_(exp.Array(expressions=[coordinates(IN)]), "consumed"), exp.alias_(ordering(IN), "ordering"),
+        exp.alias_(exp.Array(expressions=[coordinates(IN)]), "consumed"),
+        exp.alias_(ordering(IN, (IN,) if whole else ()), "ordering"),
         *projection,
     ).from_(table(input_cte(rule.inputs[0]), IN))
     query = _not_consumed_by(query, IN, earlier)
@@ -363,7 +376,8 @@ def input_reads(transform: Transform, compiled: list[CompiledRule]) -> dict[str,
     nothing and a value of it no Spark type holds never stops the output.
     The key is always read whole: per-key order compares records by it.
     """
-    reads: dict[str, set[str]] = {item.topic: {"key"} for item in transform.inputs}
+    reads: dict[str, set[str]] = {item.topic: {"key", *(TRANSACTION_READS if transform.whole_transactions else ())}
+                                  for item in transform.inputs}
     for c in compiled:
         aliases = dict(zip((sql.RECORD_ALIASES[r] for r in records(c.rule)), ([t] for t in c.rule.inputs)))
         # a bare `value.op` in a denorm's `where` is asked of both sides' records
@@ -449,13 +463,15 @@ def render_model_body(transform: Transform, compiled: list[CompiledRule], value_
     machinery = (
         "-- per-key order, expiry, the cursors and output offsets: the rows this run appends\n"
         f"{{{{ zync_output_rows(\n    {EVENTS!r},\n    inputs=[\n{inputs}\n    ],\n"
-        f"    output_topic={transform.output_topic!r},\n    value_fields={value_fields!r},\n    state=zync,\n) }}}}"
+        f"    output_topic={transform.output_topic!r},\n    value_fields={value_fields!r},\n    state=zync,\n"
+        + ("    transactions=true,\n" if transform.whole_transactions else "") + ") }}"
     )
     value = exp.Case(ifs=[exp.If(this=is_not_null(exp.column("fields")),
                                  true=sql.named_struct({f: exp.column(f"value__{f}") for f in value_fields}))])
     final = exp.select(
         *map(exp.column, ("kafka", "kind", "key")), exp.alias_(value, "value"),
         *map(exp.column, ("fields", "status", "run_id")),
+        *([exp.column(TRANSACTION_COLUMN)] if transform.whole_transactions else []),
     ).from_(table(OUTPUT_ROWS))
     return "\n".join([
         "with",

@@ -12,6 +12,7 @@ import yaml
 from zync import durations
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCES
+from zync.transactions import connector_prefix, transaction_topic
 
 # Kafka's own rule for topic names; it also makes them safe as SQL string literals.
 TOPIC_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -151,6 +152,12 @@ class Transform:
         """(model, input) for every raw table this file's models read: what the sources YAML lists."""
         return tuple((self.model, i) for i in self.inputs)
 
+    @property
+    def whole_transactions(self) -> bool:
+        """Every input reads at its connector's cut (`consistency: transaction`): the output takes and publishes
+        source transactions whole, each out row carrying its source transaction."""
+        return bool(self.inputs) and all(i.transactions is not None for i in self.inputs)
+
 
 def _where(path: Path, mapping: Any, key: str | None = None) -> Where:
     if isinstance(mapping, _Located):
@@ -216,7 +223,7 @@ def _shape(path: Path, mapping: dict, key: str, what: str) -> Shape:
 TOLERANCE_KEY = "errors.tolerance"
 # The settings each kind of mapping takes (docs/reference/transform-yaml.md has a table of each).
 FILE_KEYS = frozenset({"inputs", "output", "transforms", "lookups"})
-INPUT_KEYS = frozenset({"topic", "table", "expire-after", TOLERANCE_KEY})
+INPUT_KEYS = frozenset({"topic", "table", "expire-after", TOLERANCE_KEY, "pool", "consistency", "transactions"})
 OUTPUT_KEYS = frozenset({"topic", "model"})
 RULE_KEYS = frozenset({"type", "where", "out", "key", "value", "join"})
 DENORM_KEYS = RULE_KEYS | {"left", "right", "join-on"}
@@ -252,6 +259,31 @@ def _expire_after(path: Path, item: dict) -> ExpireAfter | None:
         where, f"expire-after must be a positive number of offsets (e.g. 1000) or a duration (e.g. {durations.EXAMPLES})",
         f"expire-after: {value!r}",
     )
+
+
+CONSISTENCIES = ("topic", "transaction")  # `consistency:` each topic on its own (the default), or whole transactions
+
+
+def consistency_of(path: Path, raw: dict, what: str) -> tuple[str, str | None]:
+    """`consistency:` and `transactions:` (the transaction topic, if named) of an entry (a mirror entry or a transform's input)."""
+    consistency = str(raw.get("consistency", "topic"))
+    if consistency not in CONSISTENCIES:
+        raise TransformError(_where(path, raw, "consistency"), f"{what}: consistency is one of "
+                             f"{', '.join(CONSISTENCIES)}, not {consistency!r}", f"consistency: {consistency}")
+    transactions = _topic(path, raw, "transactions", what) if "transactions" in raw else None
+    if transactions is not None and consistency != "transaction":
+        raise TransformError(_where(path, raw, "transactions"), f"{what}: `transactions` names the transaction topic "
+                             "of `consistency: transaction`; add that, or leave `transactions` out")
+    if consistency == "transaction" and "pool" not in raw:
+        raise TransformError(_where(path, raw, "consistency"), f"{what}: `consistency: transaction` needs `pool:`: "
+                             "the cut is kept by the raw pool that takes the connector's topics and its transaction "
+                             "topic (docs: Source transactions)", "consistency: transaction")
+    return consistency, transactions
+
+
+def pool_of(path: Path, raw: dict, what: str) -> str | None:
+    """`pool:` the raw pool's table name, if the entry (or input) has one."""
+    return _identifier(path, raw, "pool", what) if "pool" in raw else None
 
 
 # Names an expression already gives a meaning to: the records and the raw columns.
@@ -356,6 +388,33 @@ def read_yaml(path: Path) -> Any:
         raise TransformError(Where(path, 1), f"not valid YAML: {e}") from None
 
 
+def _input(path: Path, item: dict) -> Input:
+    """An item of `inputs:`: a raw table of its own, or (`pool:`) a pooled topic's raw view, at its connector's cut
+    with `consistency: transaction`."""
+    topic = _topic(path, item, "topic", "input")
+    consistency, transactions = consistency_of(path, item, f"input {topic}")
+    pool = pool_of(path, item, f"input {topic}")
+    if pool is not None and item.get(TOLERANCE_KEY) is not None:
+        raise TransformError(_where(path, item, TOLERANCE_KEY), f"input {topic}: a raw pool's topics stop at a bad "
+                             "message (no dead letters): leave errors.tolerance out of a pooled input")
+    if consistency == "transaction":
+        transactions = transactions or transaction_topic(connector_prefix(topic))
+    return Input(topic, _identifier(path, item, "table", "input"), _where(path, item), _expire_after(path, item),
+                 _errors_tolerance(path, item), pool=pool, transactions=transactions)
+
+
+def _whole_transactions_or_none(path: Path, inputs: list[Input]) -> None:
+    """An output keeps source transactions whole only if every input reads at its connector's cut: an input read
+    as it comes would pair a transaction's record with records of transactions not whole yet."""
+    at_cut = [i for i in inputs if i.transactions is not None]
+    if at_cut and len(at_cut) != len(inputs):
+        other = next(i for i in inputs if i.transactions is None)
+        raise TransformError(other.where, f"input {other.topic}: input {at_cut[0].topic} has `consistency: "
+                             "transaction`, so the output takes whole source transactions, and every input must "
+                             "then read at its connector's cut: give this input `pool:` and `consistency: "
+                             "transaction` too (or take `consistency: transaction` off the others)")
+
+
 def load_transform(path: Path) -> Transform:
     """Parse one transform file; raise TransformError naming the line of the first problem."""
     raw = read_yaml(path)
@@ -368,8 +427,8 @@ def load_transform(path: Path) -> Transform:
         if not isinstance(item, dict):
             raise TransformError(_where(path, raw, "inputs"), "inputs: each input is {topic: ..., table: ...}")
         _check_keys(path, item, INPUT_KEYS, "input")
-        inputs.append(Input(_topic(path, item, "topic", "input"), _identifier(path, item, "table", "input"),
-                            _where(path, item), _expire_after(path, item), _errors_tolerance(path, item)))
+        inputs.append(_input(path, item))
+    _whole_transactions_or_none(path, inputs)
     topics = [i.topic for i in inputs]
     if len(set(topics)) != len(topics):
         raise TransformError(_where(path, raw, "inputs"), "inputs: a topic is listed twice")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from confluent_kafka import KafkaError, Message, Producer
 
 from zync.errors import ZyncError
+from zync.transactions import OUTPUT_TRANSACTION_HEADER
 
 CHECK_EVERY = 1024
 QUEUE_FULL_WAIT_S = 0.05
@@ -57,16 +58,23 @@ class DeliveryCheck:
 
 def produce_batch(producer: Producer, topic: str, keys: Sequence[bytes | None], values: Sequence[bytes | None],
                   check: DeliveryCheck, on_progress: Callable[[int], None] | None = None,
-                  fenced: Callable[[], bool] | None = None) -> int:
+                  fenced: Callable[[], bool] | None = None,
+                  transactions: Sequence[str | None] | None = None) -> int:
     """Queue the batch in order on partition 0; returns how many were queued (stops early on a failure,
-    or when `fenced` says, asked before every CHECK_EVERY records, that this egress's turn is over)."""
+    or when `fenced` says, asked before every CHECK_EVERY records, that this egress's turn is over).
+    `transactions`: each record's source transaction id, sent as its OUTPUT_TRANSACTION_HEADER (a header
+    takes no offset: the records stay at their own)."""
     produce = producer.produce
     for i, (key, value) in enumerate(zip(keys, values)):
         if i % CHECK_EVERY == 0 and fenced is not None and fenced():
             return i
+        transaction = transactions[i] if transactions is not None else None
         while True:
             try:
-                produce(topic, value, key, 0)
+                if transaction is None:
+                    produce(topic, value, key, 0)
+                else:
+                    produce(topic, value, key, 0, headers=[(OUTPUT_TRANSACTION_HEADER, transaction.encode())])
                 break
             except BufferError:
                 # librdkafka's queue is full: serve delivery reports until there is room.

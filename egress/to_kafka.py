@@ -54,6 +54,7 @@ from zync.progress import Progress
 from zync.shaper import EGRESS, Shaper
 from zync.spark import spark_session
 from zync.tables import qualified
+from zync.transactions import OUTPUT_TRANSACTION_COLUMN
 from zync.wire import DecodeError, Registry
 
 from egress.delivery import DeliveryCheck, OffsetMismatchError, produce_batch
@@ -228,9 +229,11 @@ class Egress:
             shapes[shape.fields] = shape
             value_groups.append((list(fields) if fields is not None else None, shape.fields))
         key_shape = None if types["key"].typeName() == "void" else self.schemas.key(types["key"])
+        # An output taking whole source transactions carries each row's (zync/transactions.py).
+        transaction = [F.col(OUTPUT_TRANSACTION_COLUMN).alias("t")] if OUTPUT_TRANSACTION_COLUMN in rows.columns else []
         return rows.select(F.col("kafka.offset").alias("offset"), F.col("kafka.topic").alias("topic"),
                            key_column(rows, key_shape).alias("k"),
-                           value_column(rows, shapes, value_groups).alias("v"))
+                           value_column(rows, shapes, value_groups).alias("v"), *transaction)
 
     def _check_last_published(self, offset: int, key: bytes | None, value: bytes | None) -> None:
         """The topic's last record must be the table's row at that offset, or someone else wrote it."""
@@ -351,8 +354,10 @@ class Egress:
                 if turn.lapsed():
                     fenced = True
                     break
+                transactions = batch.column("t").to_pylist() if "t" in batch.schema.names else None
                 count += produce_batch(producer, self.topic, _as_bytes(batch.column("k")),
-                                       _as_bytes(batch.column("v")), check, shown, fenced=turn.lapsed)
+                                       _as_bytes(batch.column("v")), check, shown, fenced=turn.lapsed,
+                                       transactions=transactions)
                 if turn.lapsed():
                     fenced = count < pending.end - pending.start
                 if check.failed or self._stop.is_set() or fenced:

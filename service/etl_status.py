@@ -124,6 +124,9 @@ class TransformStatus:
     source: Path
     output: OutputStatus
     inputs: list[InputStatus]
+    # With inputs at their connector's cut (`consistency: transaction`): where each connector's cut stands
+    # and how many transactions it gave up on (expired, never whole), which the output then took as they came.
+    cuts: list[str] = field(default_factory=list)
 
 
 def _table_name(target: Target, name: str) -> str:
@@ -230,10 +233,12 @@ def transform_status(spark, target: Target, transform, project: DbtProject, kafk
     cursor_rows = spark.sql(render(CURSORS_MACRO, qualified(target, transform.model))) if output is not None else None
     inputs = [_input_status(spark, target, i.topic, i.table, output, cursor_rows, pending_sql)
               for i in transform.inputs]
+    connectors = sorted({(i.pool, i.transactions) for i in transform.inputs if i.transactions and i.pool})
     return TransformStatus(
         transform.path,
         OutputStatus(transform.output_topic, transform.model, last, next_offset, kafka_note, table_note),
         inputs,
+        [_cut_text(spark, target, pool, transactions, "its inputs stop") for pool, transactions in connectors],
     )
 
 
@@ -281,24 +286,24 @@ def mirror_status(spark, target: Target, source: Path, mirror, table: str | None
                   .groupBy(F.col("kafka.partition")).count().collect()}
     partitions = [MirrorPartition(p, cursor.get(p), latest.get(p), not_folded.get(p, 0))
                   for p in sorted(set(latest) | set(cursor))]
-    return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions,
-                        _cut_text(spark, target, mirror))
+    cut = (_cut_text(spark, target, mirror.pool, mirror.transactions, "its raw view stops")
+           if getattr(mirror, "transactions", None) and mirror.pool else None)
+    return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions, cut)
 
 
-def _cut_text(spark, target: Target, mirror) -> str | None:
-    """Where a `consistency: transaction` mirror's connector's cut stands, from its pool's cut view."""
-    if not (getattr(mirror, "transactions", None) and mirror.pool):
-        return None
-    table = _table_name(target, cut_table_name(mirror.pool))
-    rows = (spark.table(table).where(F.col("connector") == F.lit(mirror.transactions)).collect()
+def _cut_text(spark, target: Target, pool: str, transactions: str, whose: str) -> str:
+    """Where a connector's cut stands (`consistency: transaction`), from its pool's cut view: `whose` (a
+    mirror's raw view, an output's inputs) stop there."""
+    table = _table_name(target, cut_table_name(pool))
+    rows = (spark.table(table).where(F.col("connector") == F.lit(transactions)).collect()
             if spark.catalog.tableExists(table) else [])
     if not rows or rows[0]["transaction"] is None:
-        return (f"its raw view stops at the cut of {mirror.transactions}: no whole transaction in the pool yet "
+        return (f"{whose} at the cut of {transactions}: no whole transaction in the pool yet "
                 "(is the connector's provide.transaction.metadata on?)")
     cut = rows[0]
     age = _age(int(time.time() - cut["committed_at"].timestamp())) if cut["committed_at"] else "-"
     expired = f"; {cut['expired']} transactions expired (never whole)" if cut["expired"] else ""
-    return (f"its raw view stops at the cut of {mirror.transactions}: after transaction {cut['transaction']}, "
+    return (f"{whose} at the cut of {transactions}: after transaction {cut['transaction']}, "
             f"committed at the source {age} ago{expired}")
 
 
@@ -408,6 +413,7 @@ def render(statuses: list[TransformStatus | MirrorStatus]) -> str:
             kafka = "up to date"
         lines += _table(["output", "last offset", "kafka next offset", "kafka"],
                         [[out.topic, _number(out.last_offset, "none yet"), _number(out.kafka_next_offset), kafka]])
+        lines += [f"  {cut}" for cut in status.cuts]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

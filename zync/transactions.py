@@ -25,6 +25,10 @@ SNAPSHOT_LAST = "last"
 # once the snapshot's last record is in (or a streamed change is, which comes after it).
 SNAPSHOT = "\x00snapshot"
 DEFAULT_EXPIRE_AFTER_S = 600.0  # a transaction never whole is given up on this long after its END was read
+# The Kafka header egress gives each record of an output that takes whole source transactions: its source
+# transaction's id (transaction_key's), so a consumer can apply one transaction's records together.
+OUTPUT_TRANSACTION_HEADER = "zync.transaction.id"
+OUTPUT_TRANSACTION_COLUMN = "transaction"  # the output table's column of an out row's source transaction id
 CUT_TAG = "zync.pool.cut"  # a raw pool file's tag: {transaction topic: the cut after its commit (Cut.to_json)}
 
 

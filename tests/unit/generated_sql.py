@@ -27,7 +27,8 @@ def parse_model(text: str) -> Model:
     statements = re.findall(r"\{%-?\s*(.*?)\s*-?%\}", text, flags=re.S)
     call = re.search(r"\{\{ zync_output_rows\((.*?)\) \}\}", text, flags=re.S)
     assert call, "the model does not end with the zync_output_rows machinery"
-    arguments = ast.parse(f"f({call.group(1)})".replace("none", "None"), mode="eval").body
+    jinja_literals = re.sub(r"\btrue\b", "True", call.group(1).replace("none", "None"))
+    arguments = ast.parse(f"f({jinja_literals})", mode="eval").body
     output_rows = {k.arg: (ast.literal_eval(k.value) if k.arg != "state" else None) for k in arguments.keywords}
     sql = re.sub(r"\{#.*?#\}|\{%.*?%\}", "", text, flags=re.S)
     sql = re.sub(r"\{\{ config\(.*?\) \}\}", "", sql, flags=re.S)

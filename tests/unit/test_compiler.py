@@ -325,3 +325,51 @@ def test_each_input_types_only_the_fields_its_rules_read(tmp_path):
     assert "reads=['key', 'value.after', 'value.op'])" in sql
     plain = model_sql(tmp_path, GOOD)
     assert "reads=['key', 'value.op', 'value.after.a_id', 'value.after.b'])" in plain
+
+
+WHOLE = GOOD.replace("  - {topic: A, table: raw_a}\n  - {topic: B, table: raw_b}\n",
+                     "  - {topic: pg.public.a, table: raw_pg_public_a, pool: raw_pg, consistency: transaction}\n"
+                     "  - {topic: pg.public.b, table: raw_pg_public_b, pool: raw_pg, consistency: transaction}\n"
+                     ).replace(": A\n", ": pg.public.a\n").replace(": B\n", ": pg.public.b\n")
+
+
+def test_an_output_over_inputs_at_the_cut_numbers_its_rows_by_source_transaction(tmp_path):
+    files = compile_transforms([write(tmp_path, WHOLE)], tmp_path)
+    text = next(f.text for f in files if f.path.name == "c_out.sql")
+    model = parse_model(text)
+    # Each event's order starts with its source transaction: the newest of its records' (a denorm's two).
+    assert "zync_ordering('left_record', transactions=['left_record', 'right_record'])" in text
+    assert "zync_ordering('in_record', transactions=['in_record'])" in text
+    assert model.output_rows["transactions"] is True
+    assert [c.alias_or_name for c in model.final.expressions][-1] == "transaction"
+    # Every input reads the fields its records' transaction is told by.
+    assert text.count("'value.source.ts_ms', 'value.transaction.id'") == 2
+    sources = next(f.text for f in files if f.path.name == "__sources.yml")
+    assert "zync_pool: raw_pg" in sources and "zync_transactions: pg.transaction" in sources
+    # An output over inputs read as they come is compiled as before.
+    plain = model_sql(tmp_path, GOOD)
+    assert "transactions" not in plain and "value.source.ts_ms" not in plain
+
+
+@pytest.mark.parametrize("change, message", [
+    ("consistency: transaction}\n  - {topic: pg.public.b, table: raw_pg_public_b, pool: raw_pg, consistency: "
+     "transaction}", "every input must then read at its connector's cut"),
+    ("pool: raw_pg, consistency: transaction}\n  - {topic: pg.public.b, table: raw_pg_public_b, consistency: "
+     "transaction}", "`consistency: transaction` needs `pool:`"),
+    ("pool: raw_pg, consistency: transaction, errors.tolerance: all}\n  - {topic: pg.public.b, table: "
+     "raw_pg_public_b, pool: raw_pg, consistency: transaction}", "leave errors.tolerance out of a pooled input"),
+])
+def test_inputs_at_the_cut_refuse_a_bad_combination(tmp_path, change, message):
+    text = WHOLE.replace("pool: raw_pg, consistency: transaction}\n  - {topic: pg.public.b, table: raw_pg_public_b, "
+                         "pool: raw_pg, consistency: transaction}", change)
+    if message.startswith("every"):  # input a read as it comes, b at the cut
+        text = WHOLE.replace("{topic: pg.public.a, table: raw_pg_public_a, pool: raw_pg, consistency: transaction}",
+                             "{topic: pg.public.a, table: raw_pg_public_a}")
+    with pytest.raises(TransformError, match=message):
+        compile_transforms([write(tmp_path, text)], tmp_path)
+
+
+def test_a_topic_read_at_the_cut_and_as_it_comes_is_refused(tmp_path):
+    mirror = write(tmp_path, "mirrors:\n  - {model: a_mirror, topic: pg.public.a, pool: raw_pg}\n", "m.yml")
+    with pytest.raises(TransformError, match="read at the cut of pg.transaction in one place and as it comes"):
+        compile_transforms([write(tmp_path, WHOLE), mirror], tmp_path)

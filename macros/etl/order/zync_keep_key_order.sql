@@ -8,7 +8,9 @@
   `out_tier` (out rows are numbered by out_tier, then ordering), `is_out` (it
   drives a kept event) and `expirable`. broadcast_claims: join the events'
   claims to the records as a broadcast, so records in one partition stay in
-  it (a small run, zync_small_run).
+  it (a small run, zync_small_run). transactions: the events' ordering
+  starts with their source transaction (zync_ordering), so claims compare
+  transaction first: an output that takes whole transactions.
 
   It works on one row per record, as a chain of windows: Spark inlines a CTE
   at every use, so joins back to `events` would multiply the plan. Each
@@ -35,8 +37,9 @@
     earlier record of its key that could still be taken, which can never
     break the order; the rest waits for the next run.
 #}
-{% macro zync_keep_key_order(events, records, rounds=1, broadcast_claims=false) -%}
-{%- set never = "named_struct('tier', 2147483647, 'ordering', named_struct('offset', 9223372036854775807, 'topic', '', 'partition', 0))" -%}
+{% macro zync_keep_key_order(events, records, rounds=1, broadcast_claims=false, transactions=false) -%}
+{%- set last_transaction = "'transaction', named_struct('commit_ms', 9223372036854775807, 'id', ''), " if transactions else "" -%}
+{%- set never = "named_struct('tier', 2147483647, 'ordering', named_struct(" ~ last_transaction ~ "'offset', 9223372036854775807, 'topic', '', 'partition', 0))" -%}
 zync_claims as (
     select claimed.topic as claimed_topic, claimed.partition as claimed_partition, claimed.offset as claimed_offset, event.*
     from {{ events }} as event
@@ -100,7 +103,7 @@ zync_rows_{{ round }} as (
 {%- endfor %}
 
 zync_final as (
-    select *, kept_by is not null and kept_by = named_struct('offset', offset, 'topic', topic, 'partition', partition) as is_out
+    select *, kept_by is not null and kept_by.offset = offset and kept_by.topic = topic and kept_by.partition = partition as is_out
     from (
         select *,
             case

@@ -14,10 +14,14 @@
   of value_fields, and fields (null = tombstone). `inputs` as for zync_records.
   Writes CTEs (after the model's own, which end with a comma) ending in
   `zync_output_rows`: kafka, kind, key, value__<field>..., fields (null but
-  for an out row that carries a value), status, run_id. The model's final
+  for an out row that carries a value), status, run_id (and transaction). The model's final
   select builds each out row's value from the value__ columns.
+  transactions: the output takes whole source transactions (every input
+  reads at its connector's cut; the events' ordering starts with their
+  source transaction, zync_ordering): out rows are numbered transaction by
+  transaction, and each carries its transaction's id in `transaction`.
 #}
-{% macro zync_output_rows(events, inputs, output_topic, value_fields, state) -%}
+{% macro zync_output_rows(events, inputs, output_topic, value_fields, state, transactions=false) -%}
 -- every pending record of every input, once
 {%- set small = zync_small_run() %}
 zync_records as (
@@ -30,7 +34,8 @@ zync_records as (
     {%- endif %}
 ),
 
-{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4) | int, broadcast_claims=small) }},
+{{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4) | int, broadcast_claims=small,
+                       transactions=transactions) }},
 
 -- one pass over the records writes every row: Spark would compute zync_final
 -- again for a second reference
@@ -78,6 +83,9 @@ zync_output_rows as (
             case when kept_by is not null then 'processed' when replayed then 'replayed' when skipped then 'skipped' else 'expired' end
         ) end as status,
         '{{ invocation_id }}' as run_id
+        {%- if transactions %},
+        case when kind = 'out' then ordering.`transaction`.id end as `transaction`
+        {%- endif %}
     from zync_emitted
     lateral view explode(filter(
         array(
