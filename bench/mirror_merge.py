@@ -100,16 +100,18 @@ def raw_rows(spark, ids_sql: str, op_sql: str, key_sql: str, offset_sql: str, af
     """)
 
 
-def write_snapshot(spark, rows: int, schema: str = SCHEMA) -> None:
-    """ROWS snapshot reads, offsets 0..ROWS-1, ordered by offset (as ingest batches would be): version 0."""
+def write_snapshot(spark, rows: int, schema: str = SCHEMA, table: str | None = None) -> None:
+    """ROWS snapshot reads, offsets 0..ROWS-1, ordered by offset (as ingest batches would be): version 0
+    of the raw table `table` (default raw_name(rows))."""
+    table = table or raw_name(rows)
     spark.sql(f"create schema if not exists {schema}")
-    spark.sql(f"drop table if exists {schema}.{raw_name(rows)}")
+    spark.sql(f"drop table if exists {schema}.{table}")
     snapshot = raw_rows(spark, f"range(0, {rows}, 1, {max(8, rows // 1_000_000)})", "'r'", "id", "id",
                         IMAGE.format(k="id", p="name-", s=0), f"cast(null as {AFTER_TYPE})")
-    snapshot.write.format("delta").saveAsTable(f"{schema}.{raw_name(rows)}")
+    snapshot.write.format("delta").saveAsTable(f"{schema}.{table}")
 
 
-def append_changes(spark, rows: int, changes: int, schema: str = SCHEMA) -> dict[str, int]:
+def append_changes(spark, rows: int, changes: int, schema: str = SCHEMA, table: str | None = None) -> dict[str, int]:
     """CHANGES records after the snapshot: 70% updates, 10% deletes (distinct existing keys), 20% inserts."""
     updates, inserts = int(changes * 0.7), int(changes * 0.2)
     deletes = changes - updates - inserts
@@ -120,7 +122,7 @@ def append_changes(spark, rows: int, changes: int, schema: str = SCHEMA) -> dict
     after = f"case when id < {updates} or id >= {updates + deletes} then {IMAGE.format(k=key_sql, p='changed-', s=1)} end"
     before = f"case when id < {updates + deletes} then {IMAGE.format(k=key_sql, p='name-', s=0)} end"
     batch = raw_rows(spark, f"range(0, {changes}, 1, 2)", change_sql, key_sql, offset, after, before)
-    batch.write.format("delta").mode("append").saveAsTable(f"{schema}.{raw_name(rows)}")
+    batch.write.format("delta").mode("append").saveAsTable(f"{schema}.{table or raw_name(rows)}")
     return {"updates": updates, "inserts": inserts, "deletes": deletes}
 
 
@@ -153,6 +155,24 @@ class StatementClock:
         self.on = False
         calls, self.calls = self.calls, []
         return calls
+
+
+MERGE_METRICS = ("executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numSourceRows", "numTargetRowsUpdated",
+                 "numTargetRowsInserted", "numTargetRowsDeleted", "numTargetFilesAfterSkipping",
+                 "numTargetFilesBeforeSkipping", "numTargetFilesAdded", "numTargetFilesRemoved",
+                 "numTargetDeletionVectorsAdded", "numTargetDeletionVectorsUpdated")
+
+
+def run_profile(seconds: float, statements: list[tuple[str, float]], metrics: dict) -> dict:
+    """One incremental run's profile: its Spark SQL statements' times (StatementClock) and its MERGE's metrics."""
+    return {
+        "seconds": round(seconds, 2),
+        "spark_sql_seconds": round(sum(s for _, s in statements), 2),
+        "statements": len(statements),
+        "slowest": [(text, round(s, 2)) for text, s in sorted(statements, key=lambda c: -c[1])[:6]],
+        "every_statement": [(text[:60], round(s, 3)) for text, s in statements],
+        "merge_metrics": {k: metrics.get(k) for k in MERGE_METRICS},
+    }
 
 
 class OnS3:
@@ -223,18 +243,22 @@ class Bench:
                              f"from {schema}.{table}").first()
         return row[0], row[1]
 
-    def reset_mirror(self, rows: int, schema: str = SCHEMA) -> None:
-        """The mirror back to its snapshot build (version 0); the RESTORE carries version 0's cursor, as the
-        build did, so that the run reads it from the newest commit however long the history has grown."""
-        mirror = mirror_name(rows) + MIRROR_BASE_SUFFIX  # what a mirror's run folds into (its name is a view)
-        if self.history(mirror, schema).first()["version"] == 0:
+    def restore_build(self, table: str, schema: str = SCHEMA) -> None:
+        """A table a model's first run built back to that build (version 0); the RESTORE carries version 0's
+        cursor, as the build did, so that the run reads it from the newest commit however long the table's
+        Delta history has grown."""
+        if self.history(table, schema).first()["version"] == 0:
             return
-        built = self.spark.sql(f"describe history {schema}.{mirror}").where("version = 0").first()["userMetadata"]
+        built = self.spark.sql(f"describe history {schema}.{table}").where("version = 0").first()["userMetadata"]
         self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", built)
         try:
-            self.spark.sql(f"restore table {schema}.{mirror} to version as of 0")
+            self.spark.sql(f"restore table {schema}.{table} to version as of 0")
         finally:
             self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+
+    def reset_mirror(self, rows: int, schema: str = SCHEMA) -> None:
+        """The mirror back to its snapshot build (version 0)."""
+        self.restore_build(mirror_name(rows) + MIRROR_BASE_SUFFIX, schema)  # its name is a view over this base
 
     def prepare(self, rows: int, changes: int, reuse: bool, schema: str = SCHEMA) -> dict:
         """The raw table at its snapshot plus this case's changes; the mirror at its snapshot build."""
@@ -294,18 +318,7 @@ class Bench:
                 merge = self.history(mirror + MIRROR_BASE_SUFFIX, schema).first()
                 metrics = dict(merge["operationMetrics"] or {})
                 runs[design].append(round(seconds, 2))
-                profiles[design].append({
-                    "seconds": round(seconds, 2),
-                    "spark_sql_seconds": round(sum(s for _, s in statements), 2),
-                    "statements": len(statements),
-                    "slowest": [(text, round(s, 2)) for text, s in sorted(statements, key=lambda c: -c[1])[:6]],
-                    "every_statement": [(text[:60], round(s, 3)) for text, s in statements],
-                    "merge_metrics": {k: metrics.get(k) for k in (
-                        "executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numSourceRows", "numTargetRowsUpdated",
-                        "numTargetRowsInserted", "numTargetRowsDeleted", "numTargetFilesAfterSkipping",
-                        "numTargetFilesBeforeSkipping", "numTargetFilesAdded", "numTargetFilesRemoved",
-                        "numTargetDeletionVectorsAdded", "numTargetDeletionVectorsUpdated")},
-                })
+                profiles[design].append(run_profile(seconds, statements, metrics))
                 assert merge["operation"] == "MERGE", f"the run's last commit is a {merge['operation']}"
                 print(f"  {design:24s} run {attempt + 1}: {seconds:6.2f} s (Spark SQL {profiles[design][-1]['spark_sql_seconds']} s "
                       f"in {len(statements)} statements; MERGE {metrics.get('executionTimeMs')} ms: scan "
@@ -341,6 +354,33 @@ class Bench:
         return case
 
 
+def start_engine(on_s3: bool = False):
+    """The benchmark's own catalog (and S3 server) on its own ports, stopped at exit, and its Spark session."""
+    from stack import services
+    from zync.config import load_target
+    from zync.spark import spark_session
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    if on_s3:  # the S3 server's endpoint and credentials for this process's Spark; the warehouse stays local
+        from stack import s3
+
+        os.environ.update({k: v for k, v in s3.environment().items() if k != "ZYNC_WAREHOUSE"})
+    target = load_target("local")
+    own = {"catalog", "s3"} if on_s3 else {"catalog"}
+    services.up(target, only=own, object_store=on_s3)
+    atexit.register(services.down, target, own)
+    return spark_session(target)
+
+
+def scratch_project(folder: Path, transforms: dict[str, str]) -> Path:
+    """A scratch dbt project of the transform files {name: YAML}, with the repository's profiles."""
+    from testkit.scratch import make_scratch_project
+
+    project = make_scratch_project(folder, transforms).path
+    (project / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
+    return project
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="10000x1000000,10000x10000000,100000x1000000",
@@ -357,33 +397,17 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown design(s) {', '.join(sorted(unknown))}: choose from {', '.join(DESIGNS)}")
 
-    from stack import services
-    from zync.config import load_target
-    from zync.spark import spark_session
-
-    OUT.mkdir(parents=True, exist_ok=True)
     on_s3 = "zync-run-s3" in designs
-    if on_s3:  # the S3 server's endpoint and credentials for this process's Spark; the warehouse stays local
-        from stack import s3
-
-        os.environ.update({k: v for k, v in s3.environment().items() if k != "ZYNC_WAREHOUSE"})
-    target = load_target("local")
-    own = {"catalog", "s3"} if on_s3 else {"catalog"}
-    services.up(target, only=own, object_store=on_s3)  # its own catalog (and S3 server), on its own ports
-    atexit.register(services.down, target, own)
-    spark = spark_session(target)
-    from testkit.scratch import make_scratch_project
-
+    spark = start_engine(on_s3)
     row_counts = sorted({rows for _, rows in cases})
-    project = make_scratch_project(OUT / "project", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path
-    (project / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
+    project = scratch_project(OUT / "project", {"bench_mirrors.yml": mirrors_yaml(row_counts)})
     clock = StatementClock()
     s3_side = None
     if on_s3:
+        from stack import s3
+
         spark.sql(f"create schema if not exists {S3_SCHEMA} location '{s3.warehouse()}/{S3_SCHEMA}.db'")
-        s3_project = make_scratch_project(OUT / "project-s3", {"bench_mirrors.yml": mirrors_yaml(row_counts)}).path
-        (s3_project / "profiles").symlink_to(ROOT / "profiles", target_is_directory=True)
-        s3_side = OnS3(s3_project)
+        s3_side = OnS3(scratch_project(OUT / "project-s3", {"bench_mirrors.yml": mirrors_yaml(row_counts)}))
     bench = Bench(spark, project, clock, s3_side)
     results = []
     for rows in row_counts:  # a row count's cases together: one snapshot each

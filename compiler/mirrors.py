@@ -560,6 +560,7 @@ def render_history_model(mirror: Mirror, source: Path) -> str:
         "{{ config(",
         "    materialized='zync_history',",
         "    file_format='delta',",
+        "    tblproperties={'delta.enableDeletionVectors': 'true'},",
         f"    meta={{'zync_history': {_jinja_literal(settings)}}},",
         ") }}",
         *notes,

@@ -160,9 +160,17 @@ def test_history_keeps_every_version_and_repairs_late_changes(target, spark, sch
     assert [v[:7] for v in versions(spark, NR_HISTORY) if v[0] == 2] == [
         (2, "Bob", "bob@x", 1000, 4000, False, "r"), (2, "Bob", "bob@x", 4000, None, False, "d")]
     project.dbt("test", "--select", HISTORY, NR_HISTORY)  # changes in source order: history and mirror agree
+    # One history as if made before history models had deletion vectors.
+    assert dict(rows(spark, f"show tblproperties zync.{NR_HISTORY}"))["delta.enableDeletionVectors"] == "true"
+    spark.sql(f"alter table zync.{HISTORY} set tblproperties ('delta.enableDeletionVectors' = 'false')")
 
     produce_and_ingest(target, schemas, BATCH_2)
     run_all(project)
+    # The run set the property again, and its MERGE marked the repaired versions' rows in their files (deletion
+    # vectors) rather than rewriting the files: what keeps a run's cost its changes', not the history's.
+    assert dict(rows(spark, f"show tblproperties zync.{HISTORY}"))["delta.enableDeletionVectors"] == "true"
+    merge = spark.sql(f"describe history zync.{HISTORY}").orderBy("version", ascending=False).first()
+    assert merge["operation"] == "MERGE" and int(merge["operationMetrics"]["numTargetDeletionVectorsAdded"]) > 0, merge
     assert versions(spark, HISTORY) == expected_versions(BATCH_1 + BATCH_2, new_record=False)
     assert versions(spark, NR_HISTORY) == expected_versions(BATCH_1 + BATCH_2, new_record=True)
     # Key 3's late change (LSN 700, after 800 in Kafka) sits between its neighbours.

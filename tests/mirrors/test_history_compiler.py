@@ -46,6 +46,7 @@ def test_history_true_adds_a_history_model_named_after_the_mirror(tmp_path):
     assert not any(n.startswith("plain_history") for n in names)
     history = files["models/mirrors/people_history.sql"]
     assert "materialized='zync_history'" in history
+    assert "tblproperties={'delta.enableDeletionVectors': 'true'}" in history
     assert "'hard_deletes': 'invalidate'" in history and "'mirror': 'people'" in history
     # the rows carry the source position and the transaction id besides the mirror's columns
     assert "zync_history_source_position(source('raw', 'raw_pg_public_people')" in history

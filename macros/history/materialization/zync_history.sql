@@ -20,6 +20,12 @@
     carries the cursor past the changes. A run reads its changes and its
     changed keys' versions (a key filter lets Delta skip the other files,
     zync_mirror_key_filter), not the whole history.
+  The table has deletion vectors (the model's tblproperties; a table made
+  before that gets them on its next run with changes,
+  zync_mirror_apply_properties): the MERGE's repairs of kept versions
+  (valid_to, is_current) mark those rows in their files and write them
+  anew, rather than rewriting every file holding a changed key, which with
+  keys spread over the key space is every file of the history.
   A run whose table another run moved since it read its cursor writes
   nothing (zync_mirror_unmoved_cursor). A new value column is added to the
   table before the MERGE (zync_mirror_evolve_schema). The model's settings
@@ -67,6 +73,7 @@
     {%- set changes = run_query('select count(*) from ' ~ changes_relation).columns[0].values()[0] | int -%}
     {%- set read_from = zync_mirror_unmoved_cursor(target_relation, changes_relation) -%}
     {%- if changes > 0 -%}
+      {%- do zync_mirror_apply_properties(target_relation, config.get('tblproperties') or {}) -%}
       {%- do zync_mirror_evolve_schema(target_relation, changes_relation) -%}
       {%- set key_filter = zync_mirror_key_filter(changes_relation, key)
                            if changes <= var('zync_mirror_key_filter_rows', 10000) else none -%}
