@@ -369,6 +369,9 @@ create trigger audit_lines after insert or update or delete on lines for each ro
 insert into orders values (1, 10), (2, 7);
 insert into lines values (1, 1, 10), (2, 2, 3), (3, 2, 4);
 """
+# Generated transactions after the hand-written ones: an order and two lines each, every third also
+# deleting the previous order with its lines (two such here).
+TX_GENERATED = 6
 # Each a transaction; every one keeps each order's total equal to its lines' sum.
 TX_STREAM = [
     "insert into orders values (3, 15); insert into lines values (4, 3, 5), (5, 3, 10)",
@@ -382,7 +385,7 @@ TX_STREAM = [
 ] + [f"insert into orders values ({10 + i}, {2 * i + 1}); insert into lines values ({100 + 2 * i}, {10 + i}, {i}),"
      f" ({101 + 2 * i}, {10 + i}, {i + 1})" + (f"; delete from lines where order_id = {9 + i};"
                                               f" delete from orders where id = {9 + i}" if i % 3 == 2 else "")
-     for i in range(12)]
+     for i in range(TX_GENERATED)]
 
 
 def tx_trail(debezium) -> list[dict]:
@@ -453,16 +456,18 @@ def whole(state: State) -> bool:
     return {o: t for o, t in orders} == {o: sums.get(o, 0) for o, _ in orders} and set(sums) <= {o for o, _ in orders}
 
 
-def states_as_of(project, spark, times: list[str]) -> tuple[list[State], list[State]]:
-    """For each time: (both mirrors by zync_as_of_cut, both by zync_as_of each), compiled by dbt in one call, run."""
+def states_as_of(project, spark, times: list[str], own: bool = True) -> tuple[list[State], list[State]]:
+    """For each time: (both mirrors by zync_as_of_cut, both by zync_as_of each, or none without `own`),
+    compiled by dbt in one call, run."""
     parts = []
     for n, t in enumerate(times):
         parts.append(
             f"{{% set at = zync_as_of_cut([ref('oracle_orders'), ref('oracle_lines')], '{t}') %}}"
             f"select {n} as n, 'cut' as form, 'orders' as tbl, id, total as a, null as b from {{{{ at['oracle_orders'] }}}} as o "
-            f"union all select {n}, 'cut', 'lines', id, order_id, qty from {{{{ at['oracle_lines'] }}}} as l "
-            f"union all select {n}, 'own', 'orders', id, total, null from {{{{ zync_as_of(ref('oracle_orders'), '{t}') }}}} as oo "
-            f"union all select {n}, 'own', 'lines', id, order_id, qty from {{{{ zync_as_of(ref('oracle_lines'), '{t}') }}}} as ll")
+            f"union all select {n}, 'cut', 'lines', id, order_id, qty from {{{{ at['oracle_lines'] }}}} as l"
+            + (f" union all select {n}, 'own', 'orders', id, total, null from {{{{ zync_as_of(ref('oracle_orders'), '{t}') }}}} as oo "
+               f"union all select {n}, 'own', 'lines', id, order_id, qty from {{{{ zync_as_of(ref('oracle_lines'), '{t}') }}}} as ll"
+               if own else ""))
     (result,) = project.dbt("compile", "--inline", "\nunion all\n".join(parts)).results
     found: dict[tuple[int, str], tuple[set, set]] = {(n, f): (set(), set()) for n in range(len(times)) for f in ("cut", "own")}
     for r in spark.sql(result.node.compiled_code).collect():
@@ -499,7 +504,8 @@ def test_all_mirrors_as_of_a_time_never_show_half_a_transaction(tx_source, debez
                                                                   monkeypatch):
     """Orders and their lines, changed together, read as of every commit time and the millisecond before it:
     both mirrors by zync_as_of_cut are both tables as PostgreSQL held them then (its own trail), never half a
-    transaction; the history models match the trail version by version (lines with hard_deletes: new_record).
+    transaction; the history models match the trail version by version (lines with hard_deletes: new_record),
+    also after every streamed record and transaction boundary was delivered again.
     Then a history model run ahead of the other: the one-table form shows half a transaction, the cut form not."""
     from service.run import Service
     from zync.progress import Progress
@@ -509,6 +515,11 @@ def test_all_mirrors_as_of_a_time_never_show_half_a_transaction(tx_source, debez
                                    topics=lambda: kafka_client.topic_names(target))
     for shared in ("profiles", ".local", "jvm"):
         (project.path / shared).symlink_to(ROOT / shared)
+    started, phases = time.monotonic(), {}
+
+    def phase(name: str) -> None:
+        phases[name] = round(time.monotonic() - started - sum(phases.values()), 1)
+
     snapshot_records = {t: debezium.count(f"{TX_PREFIX}.public.{t}") for t in TX_TABLES}
     for statement in TX_STREAM:
         debezium.psql(f"begin; {statement}; commit", TX_DB)
@@ -520,44 +531,81 @@ def test_all_mirrors_as_of_a_time_never_show_half_a_transaction(tx_source, debez
             1 + (r["op"] == "d") for r in streamed if r["tbl"] == table))
     debezium.wait_records(f"{TX_PREFIX}.transaction", 2 * len(TX_STREAM))
 
-    def caught_up() -> bool:
-        return all(spark.catalog.tableExists(f"zync.oracle_{t}_history") for t in TX_TABLES) and all(
-            tx_history_versions(spark, t) == tx_expected_versions(rows, t, snapshot_seq, t == "lines") for t in TX_TABLES)
+    phase("stream")
 
+    def caught_up() -> bool:
+        """Both histories hold the trail (compare: a snapshot version's valid_from is the snapshot's time)."""
+        return all(spark.catalog.tableExists(f"zync.oracle_{t}_history") for t in TX_TABLES) and not any(
+            compare(tx_expected_versions(rows, t, snapshot_seq, t == "lines"), tx_history_versions(spark, t), True)[1]
+            for t in TX_TABLES)
+
+    def histories() -> dict[str, Counter]:
+        return {t: Counter(map(tuple, spark.table(f"zync.oracle_{t}_history").collect())) for t in TX_TABLES}
+
+    def raw_counts() -> dict[str, int]:
+        return {t: spark.table(f"zync.{raw_table_name(f'{TX_PREFIX}.public.{t}')}").count() for t in TX_TABLES}
+
+    compared = {}
+
+    def versions_match(step: str) -> None:
+        for table in TX_TABLES:
+            expected = tx_expected_versions(rows, table, snapshot_seq, table == "lines")
+            matched, differences = compare(expected, tx_history_versions(spark, table), tracked=True)
+            compared[table] = (sum(len(v) for v in expected.values()), matched)
+            assert not differences, f"{step}, {table}: {len(differences)} versions differ:\n" + "\n".join(differences)
+
+    cycles = []
     with Service(target, root=project.path, status=Progress.for_run(live=False)) as service:
         service.discovery.every_s = 0
-        for _ in range(8):
+        for n in range(1, 9):
             service.cycle()
             if caught_up():
                 break
-    compared = {}
-    for table in TX_TABLES:
-        expected = tx_expected_versions(rows, table, snapshot_seq, table == "lines")
-        matched, differences = compare(expected, tx_history_versions(spark, table), tracked=True)
-        compared[table] = (sum(len(v) for v in expected.values()), matched)
-        assert not differences, f"{table}: {len(differences)} versions differ:\n" + "\n".join(differences)
-    assert any(v.op == "d" for vs in tx_expected_versions(rows, "lines", snapshot_seq, True).values() for v in vs)
+        cycles.append(n)
+        versions_match("stream")
+        assert any(v.op == "d" for vs in tx_expected_versions(rows, "lines", snapshot_seq, True).values() for v in vs)
+        phase("zync run")
+
+        # Every streamed record delivered again, the transactions' BEGIN and END too (what a Debezium task
+        # sends after a crash before its offsets were flushed): the histories do not change.
+        before, raw_before = histories(), raw_counts()
+        ends = debezium.count(f"{TX_PREFIX}.transaction")
+        sent = {t: debezium.replay(f"{TX_PREFIX}.public.{t}", snapshot_records[t]) for t in TX_TABLES}
+        assert debezium.replay(f"{TX_PREFIX}.transaction", 0) == ends
+        for table in TX_TABLES:
+            debezium.wait_records(f"{TX_PREFIX}.public.{table}", snapshot_records[table] + 2 * sent[table])
+        for n in range(1, 5):
+            service.cycle()
+            if all(raw_counts()[t] >= raw_before[t] + sent[t] for t in TX_TABLES):
+                break
+        cycles.append(n)
+        assert raw_counts() == {t: raw_before[t] + sent[t] for t in TX_TABLES}
+        assert histories() == before
+        versions_match("replay")
+        phase("replay")
 
     # Every streamed transaction's commit time, and the millisecond before it.
     commits = sorted({r["commit_ms"] for r in streamed})
     assert len(commits) == len(TX_STREAM), "two transactions committed in one millisecond: no point between them"
     times = [t for c in commits for t in (c - 1, c)]
-    cut_states, own_states = states_as_of(project, spark, [ms_text(t) for t in times])
+    # (Both histories hold every transaction here, so each one-table read is whole too: what the cut adds is
+    # shown below, with one history run ahead of the other.)
+    cut_states, _ = states_as_of(project, spark, [ms_text(t) for t in times], own=False)
+    phase("as of every commit")
     wrong = [(ms_text(t), got, trail_state(rows, t)) for t, got in zip(times, cut_states) if got != trail_state(rows, t)]
     assert not wrong, wrong[:3]
     assert all(whole(s) for s in cut_states)
     multi = sum(1 for s in TX_STREAM if "orders" in s and "lines" in s)
-    torn_own = sum(not whole(s) for s in own_states)
-    print(f"as-of oracle: history versions (compared, matched) {compared}; {len(times)} times over {len(commits)} "
-          f"transactions ({multi} over both tables): zync_as_of_cut equal to the trail at {len(times) - len(wrong)}, "
-          f"half a transaction at 0; zync_as_of per table half a transaction at {torn_own}", file=sys.stderr)
+    print(f"as-of oracle: history versions (compared, matched) {compared}, after a replay too; {len(times)} times "
+          f"over {len(commits)} transactions ({multi} over both tables): zync_as_of_cut equal to the trail at "
+          f"{len(times) - len(wrong)}, half a transaction at 0", file=sys.stderr)
 
     # One more order, ingested (the cut takes it), and only the orders' history run: read as of now, the
     # one-table form shows the order without its lines; the cut form gives the newest cut both histories hold.
+    held = {topic: debezium.count(topic) for topic in (f"{TX_PREFIX}.transaction", f"{TX_PREFIX}.public.lines")}
     debezium.psql("begin; insert into orders values (50, 12); insert into lines values (500, 50, 12); commit", TX_DB)
-    debezium.wait_records(f"{TX_PREFIX}.transaction", 2 * len(TX_STREAM) + 2)
-    debezium.wait_records(f"{TX_PREFIX}.public.lines", snapshot_records["lines"] + sum(
-        1 + (r["op"] == "d") for r in streamed if r["tbl"] == "lines") + 1)
+    debezium.wait_records(f"{TX_PREFIX}.transaction", held[f"{TX_PREFIX}.transaction"] + 2)
+    debezium.wait_records(f"{TX_PREFIX}.public.lines", held[f"{TX_PREFIX}.public.lines"] + 1)
     from cli import main as cli
 
     monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
@@ -572,5 +620,7 @@ def test_all_mirrors_as_of_a_time_never_show_half_a_transaction(tx_source, debez
     project.dbt("run", "--select", "oracle_lines_history")
     (cut_now,), (own_now,) = states_as_of(project, spark, [ms_text(now)])
     assert cut_now == own_now == trail_state(rows, now)
+    phase("one history ahead")
     print(f"as-of oracle, one history run ahead: zync_as_of per table half a transaction, zync_as_of_cut the newest "
-          f"cut both hold ({len(cut_now[0])} orders, {len(cut_now[1])} lines after both ran)", file=sys.stderr)
+          f"cut both hold ({len(cut_now[0])} orders, {len(cut_now[1])} lines after both ran); zync run cycles "
+          f"{cycles}; seconds {phases}", file=sys.stderr)
