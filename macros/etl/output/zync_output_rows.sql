@@ -16,26 +16,31 @@
   `zync_output_rows`: kafka, kind, key, value__<field>..., fields (null but
   for an out row that carries a value), status, run_id (and transaction). The model's final
   select builds each out row's value from the value__ columns.
-  transactions: the output takes whole source transactions (every input
-  reads at its connector's cut; the events' ordering starts with their
-  source transaction, zync_ordering): out rows are numbered transaction by
-  transaction, and each carries its transaction's id in `transaction`.
+  transactions: the connector's transaction topic, for an output that takes
+  whole source transactions (every input reads at that connector's cut; the
+  events' ordering starts with their source transaction, zync_ordering): out
+  rows are numbered transaction by transaction, and each carries its
+  transaction's id in `transaction`. A cursor row of the transaction topic
+  (partition 0) then holds the lowest END among the transactions of the
+  records still pending (past the last END looked up when none is), so the
+  next run looks up only the ENDs from there (zync_transaction_ends).
 #}
-{% macro zync_output_rows(events, inputs, output_topic, value_fields, state, transactions=false) -%}
+{% macro zync_output_rows(events, inputs, output_topic, value_fields, state, transactions=none) -%}
+{%- set transactions_cursor = 'coalesce(pending_end, last_end + 1)' -%}
 -- every pending record of every input, once
 {%- set small = zync_small_run() %}
 zync_records as (
     {%- if small %}
     select /*+ COALESCE(1) */ * from (
-        {{ zync_records(inputs) | indent(8) }}
+        {{ zync_records(inputs, transactions=transactions) | indent(8) }}
     ) as records
     {%- else %}
-    {{ zync_records(inputs) | indent(4) }}
+    {{ zync_records(inputs, transactions=transactions) | indent(4) }}
     {%- endif %}
 ),
 
 {{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4) | int, broadcast_claims=small,
-                       transactions=transactions) }},
+                       transactions=transactions is not none) }},
 
 -- one pass over the records writes every row: Spark would compute zync_final
 -- again for a second reference
@@ -50,6 +55,11 @@ zync_emitted as (
             max(offset) over (partition by topic, partition) + 1
         ) as cursor_offset,
         row_number() over (partition by topic, partition order by offset) = 1 as is_first
+        {%- if transactions %},
+        -- the cursor of the transaction topic: the lowest END still pending, else past the last one seen
+        min(case when kept_by is null and not expirable and not skipped then transaction_end end) over () as pending_end,
+        max(transaction_end) over () as last_end
+        {%- endif %}
     from zync_final
 ),
 
@@ -64,9 +74,13 @@ zync_output_rows as (
                 'topic', {{ zync_string(output_topic) }}, 'partition', 0,
                 'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
             when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
+            {%- if transactions %}
+            when kind = 'transactions_cursor' then named_struct(
+                'topic', {{ zync_string(transactions) }}, 'partition', 0, 'offset', {{ transactions_cursor }})
+            {%- endif %}
             else named_struct('topic', topic, 'partition', partition, 'offset', offset)
         end as kafka,
-        case when kind = 'output_cursor' then 'cursor' else kind end as kind,
+        case when kind in ('output_cursor', 'transactions_cursor') then 'cursor' else kind end as kind,
         case when kind = 'out' then key end as key,
         {%- for field in value_fields %}
         {{ adapter.quote('value__' ~ field) }},
@@ -93,6 +107,11 @@ zync_output_rows as (
             case when kept_by is not null or expirable or skipped then 'done' end,
             case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
             case when is_out and out_position = out_count then 'output_cursor' end
+            {%- if transactions %},
+            case when is_out and out_position = out_count and {{ transactions_cursor }} is not null
+                and {{ zync_cursor_moved(zync_string(transactions), '0', transactions_cursor, state) }}
+                then 'transactions_cursor' end
+            {%- endif %}
         ),
         kind -> kind is not null
     )) kinds as kind
