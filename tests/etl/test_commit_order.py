@@ -4,7 +4,8 @@ ENDs in the connector's transaction topic, not their commit time, not their ids.
 Two PostgreSQL transactions committed in the same millisecond, xids 999 and 1000 (as text "1000" < "999"),
 both updating invoice 1's status, the second also creating invoice 7: through one `zync run` on the real
 broker, registry, Delta, dbt and egress, the output holds 999's row, then 1000's two rows together, in the
-order of Debezium's `transaction.total_order`.
+order of Debezium's `transaction.total_order`; the output's cursor of the transaction topic then lies past
+the last END.
 """
 
 from __future__ import annotations
@@ -121,3 +122,8 @@ def test_transactions_of_one_millisecond_come_out_in_end_order(target, spark, tm
 
     assert [(o, v["id"], v["status"], h) for o, v, h in published(target)] == [
         (0, 1, "new", "1"), (1, 1, "sent", "999"), (2, 1, "paid", "1000"), (3, 7, "new", "1000")]
+    # The output's cursor of the transaction topic: past the last END (offset 5), none of them pending any more,
+    # so the next run looks up no END before it.
+    cursor = spark.sql(f"select max(kafka.offset) from zync.{OUTPUT} where kind = 'cursor' "
+                       f"and kafka.topic = '{TRANSACTIONS}'").first()[0]
+    assert cursor == 6
