@@ -25,7 +25,7 @@ from compiler import expressions as sql
 from compiler.properties import SOURCE_NAME
 from compiler.spec import Rule, Shape, Text, Transform
 from zync.tables import raw_table_name, snake
-from zync.transactions import OUTPUT_TRANSACTION_COLUMN, cut_table_name
+from zync.transactions import OUTPUT_TRANSACTION_COLUMN
 
 # The one style of every SQL text the compiler writes: lower-case keywords and function names, as the
 # macros (and dbt's own style guide) write them; every identifier quoted.
@@ -431,8 +431,7 @@ def _transaction_ends(transform: Transform, item) -> str:
     if not transform.whole_transactions:
         return ""
     ends = f"source({SOURCE_NAME!r}, {raw_table_name(item.transactions)!r})"
-    return (f",\n    transactions={{'ends': {ends}, 'topic': {item.transactions!r}, "
-            f"'cut': {cut_table_name(item.pool)!r}}}")
+    return f",\n    transactions={{'ends': {ends}, 'topic': {item.transactions!r}}}"
 
 
 def render_model_body(transform: Transform, compiled: list[CompiledRule], value_fields: list[str],

@@ -4,8 +4,8 @@ ENDs in the connector's transaction topic, not their commit time, not their ids.
 Two PostgreSQL transactions committed in the same millisecond, xids 999 and 1000 (as text "1000" < "999"),
 both updating invoice 1's status, the second also creating invoice 7: through one `zync run` on the real
 broker, registry, Delta, dbt and egress, the output holds 999's row, then 1000's two rows together, in the
-order of Debezium's `transaction.total_order`; the output's cursor of the transaction topic then lies past
-the last END.
+order of Debezium's `transaction.total_order`. Each run looks the ENDs up from the output's cursor of the
+transaction topic on, which it moves to the lowest END it started with pending.
 """
 
 from __future__ import annotations
@@ -119,11 +119,22 @@ def test_transactions_of_one_millisecond_come_out_in_end_order(target, spark, tm
             service.cycle()
             if len(published(target)) == 4:
                 break
+        assert [(o, v["id"], v["status"], h) for o, v, h in published(target)] == [
+            (0, 1, "new", "1"), (1, 1, "sent", "999"), (2, 1, "paid", "1000"), (3, 7, "new", "1000")]
+        assert cursor(spark) == 1  # the lowest END the run started with pending: transaction 1's
+        # A later transaction: the next run looks its END up from that cursor, and moves it to its END.
+        boundary(producer, "BEGIN", 1001)
+        change(producer, 1001, 1, "statuses", "u", {"id": 7, "invoice_id": 7, "status": "paid"})
+        boundary(producer, "END", 1001, {"public.statuses": 1})
+        for _ in range(4):
+            service.cycle()
+            if len(published(target)) == 5:
+                break
+    assert [(o, v["id"], v["status"], h) for o, v, h in published(target)][4:] == [(4, 7, "paid", "1001")]
+    assert cursor(spark) == 7
 
-    assert [(o, v["id"], v["status"], h) for o, v, h in published(target)] == [
-        (0, 1, "new", "1"), (1, 1, "sent", "999"), (2, 1, "paid", "1000"), (3, 7, "new", "1000")]
-    # The output's cursor of the transaction topic: past the last END (offset 5), none of them pending any more,
-    # so the next run looks up no END before it.
-    cursor = spark.sql(f"select max(kafka.offset) from zync.{OUTPUT} where kind = 'cursor' "
-                       f"and kafka.topic = '{TRANSACTIONS}'").first()[0]
-    assert cursor == 6
+
+def cursor(spark) -> int | None:
+    """The output's cursor of the transaction topic: where the next run starts looking ENDs up."""
+    return spark.sql(f"select max(kafka.offset) from zync.{OUTPUT} where kind = 'cursor' "
+                     f"and kafka.topic = '{TRANSACTIONS}'").first()[0]

@@ -343,10 +343,9 @@ def test_an_output_over_inputs_at_the_cut_numbers_its_rows_by_source_transaction
     assert model.output_rows["transactions"] == "pg.transaction"
     assert [c.alias_or_name for c in model.final.expressions][-1] == "transaction"
     # Every input reads the fields its records' transaction is told by, and looks its END up in the connector's
-    # transaction topic (its place in commit order), bounded by the pool's cut.
+    # transaction topic (its place in commit order).
     assert text.count("'value.transaction.id', 'value.transaction.total_order'") == 2
-    assert text.count("transactions={'ends': source('raw', 'raw_pg_transaction'), 'topic': 'pg.transaction', "
-                      "'cut': 'raw_pg__cut'}") == 2
+    assert text.count("transactions={'ends': source('raw', 'raw_pg_transaction'), 'topic': 'pg.transaction'}") == 2
     sources = next(f.text for f in files if f.path.name == "__sources.yml")
     assert "zync_pool: raw_pg" in sources and "zync_transactions: pg.transaction" in sources
     # An output over inputs read as they come is compiled as before.

@@ -6,20 +6,18 @@
   first END, should Debezium send one again).
 
   `ends`: the transaction topic's raw view (a pooled one); `topic`: the
-  transaction topic; `cut`: the pool's cut view (<pool>__cut). Only the ENDs
-  at or past the output's cursor of the transaction topic (zync_from_cursor;
-  the lowest END of a transaction still pending after the last run, see
-  zync_output_rows) and at or before the connector's cut are read: every
-  pending record's transaction ends there, but for one given up on by the cut
-  or sent again long after (its END is older, so it precedes the others
-  anyway, zync_source_transaction). The cut's bound is read in the same query
-  as the pending records (one pool version for both).
+  transaction topic. Only the ENDs at or past the output's cursor of the
+  transaction topic are read (zync_from_cursor): the lowest END of the
+  transactions the last run started with pending (zync_output_rows). Every
+  record pending now is of one of those or of a transaction the cut passed
+  since, whose END comes later; but for a change of a transaction the cut gave
+  up on, or sent again long after, whose END is older: it precedes the others
+  anyway (zync_source_transaction).
 #}
-{% macro zync_transaction_ends(ends, topic, cut, state) -%}
+{% macro zync_transaction_ends(ends, topic, state) -%}
 select {{ zync_transaction_key('tx.value.id') }} as id, min(tx.kafka.offset) as end_offset
 from {{ ends }} as tx
 where {{ zync_from_cursor('tx', topic, state) }}
     and tx.value.status = 'END'
-    and tx.kafka.offset <= (select end_offset from {{ cut }} where connector = {{ zync_string(topic) }})
 group by 1
 {%- endmacro %}

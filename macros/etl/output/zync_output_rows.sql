@@ -22,20 +22,24 @@
   rows are numbered transaction by transaction, and each carries its
   transaction's id in `transaction`. A cursor row of the transaction topic
   (partition 0) then holds the lowest END among the transactions of the
-  records still pending (past the last END looked up when none is), so the
-  next run looks up only the ENDs from there (zync_transaction_ends).
+  records this run started with pending (zync_cache_pending finds it as it
+  counts them), so the next run looks up only the ENDs from there
+  (zync_transaction_ends); with the cache off, the cursor stays.
 #}
 {% macro zync_output_rows(events, inputs, output_topic, value_fields, state, transactions=none) -%}
-{%- set transactions_cursor = 'coalesce(pending_end, last_end + 1)' -%}
+{%- set ends = ((zync_take_note('transaction_ends') or {}) if transactions else {}).values() | reject('none') | list -%}
+{%- set transactions_cursor = ends | min if ends else none -%}
+{%- set known_cursor = state.cursors.get(transactions, {}).get(0) if transactions else none -%}
+{%- set move_transactions_cursor = transactions_cursor is not none and (known_cursor is none or transactions_cursor > known_cursor) -%}
 -- every pending record of every input, once
 {%- set small = zync_small_run() %}
 zync_records as (
     {%- if small %}
     select /*+ COALESCE(1) */ * from (
-        {{ zync_records(inputs, transactions=transactions) | indent(8) }}
+        {{ zync_records(inputs) | indent(8) }}
     ) as records
     {%- else %}
-    {{ zync_records(inputs, transactions=transactions) | indent(4) }}
+    {{ zync_records(inputs) | indent(4) }}
     {%- endif %}
 ),
 
@@ -55,11 +59,6 @@ zync_emitted as (
             max(offset) over (partition by topic, partition) + 1
         ) as cursor_offset,
         row_number() over (partition by topic, partition order by offset) = 1 as is_first
-        {%- if transactions %},
-        -- the cursor of the transaction topic: the lowest END still pending, else past the last one seen
-        min(case when kept_by is null and not expirable and not skipped then transaction_end end) over () as pending_end,
-        max(transaction_end) over () as last_end
-        {%- endif %}
     from zync_final
 ),
 
@@ -74,7 +73,7 @@ zync_output_rows as (
                 'topic', {{ zync_string(output_topic) }}, 'partition', 0,
                 'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
             when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
-            {%- if transactions %}
+            {%- if move_transactions_cursor %}
             when kind = 'transactions_cursor' then named_struct(
                 'topic', {{ zync_string(transactions) }}, 'partition', 0, 'offset', {{ transactions_cursor }})
             {%- endif %}
@@ -107,10 +106,8 @@ zync_output_rows as (
             case when kept_by is not null or expirable or skipped then 'done' end,
             case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
             case when is_out and out_position = out_count then 'output_cursor' end
-            {%- if transactions %},
-            case when is_out and out_position = out_count and {{ transactions_cursor }} is not null
-                and {{ zync_cursor_moved(zync_string(transactions), '0', transactions_cursor, state) }}
-                then 'transactions_cursor' end
+            {%- if move_transactions_cursor %},
+            case when is_out and out_position = out_count then 'transactions_cursor' end
             {%- endif %}
         ),
         kind -> kind is not null

@@ -11,8 +11,7 @@
   replays alone and the model marks them done as `replayed`.
 
   `transactions` (an output taking whole source transactions): {'ends': the
-  connector's transaction topic's raw view, 'topic': that topic, 'cut': the name
-  of its pool's cut view}; each row then also carries `zync_transaction_end`, the offset of
+  connector's transaction topic's raw view, 'topic': that topic}; each row then also carries `zync_transaction_end`, the offset of
   its source transaction's END there (zync_transaction_ends), which orders
   the output's transactions (zync_source_transaction).
 
@@ -55,18 +54,17 @@ left anti join (
 where {{ zync_from_cursor('input', topic, state) }}
 {%- endset -%}
 {%- if transactions -%}
-{%- set cut = api.Relation.create(schema=transactions.ends.schema, identifier=transactions.cut) -%}
 {%- set pending_sql -%}
-select pending.*, ends.end_offset as zync_transaction_end
+select /*+ BROADCAST(ends) */ pending.*, ends.end_offset as zync_transaction_end
 from (
     {{ pending_sql | indent(4) }}
 ) as pending
 left join (
-    {{ zync_transaction_ends(transactions.ends, transactions.topic, cut, state) | indent(4) }}
+    {{ zync_transaction_ends(transactions.ends, transactions.topic, state) | indent(4) }}
 ) as ends
     on {{ zync_transaction_key('pending.value.transaction.id') }} = ends.id
 {%- endset -%}
 {%- endif -%}
-{%- do zync_cache_pending(topic, pending_sql) -%}
+{%- do zync_cache_pending(topic, pending_sql, transactions=transactions is not none) -%}
 {{ pending_sql }}
 {%- endmacro %}

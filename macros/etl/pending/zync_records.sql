@@ -9,10 +9,8 @@
   `skipped` marks a record no rule can ever take (a tombstone, say) or a
   replay (zync_replays; `replayed` tells it apart): it is done at once, so
   it never holds back its key or the cursor.
-  transactions: the inputs' records carry zync_transaction_end (an output
-  taking whole source transactions, zync_pending), kept as transaction_end.
 #}
-{% macro zync_records(inputs, transactions=false) -%}
+{% macro zync_records(inputs) -%}
 {%- for input in inputs %}
 select
     kafka.topic,
@@ -22,9 +20,6 @@ select
     {{ zync_expirable(input.expire_after) }} as expirable,
     zync_replay_of is not null or not zync_takeable as skipped,
     zync_replay_of is not null as replayed
-    {%- if transactions %},
-    zync_transaction_end as transaction_end
-    {%- endif %}
 from {{ input.cte }} as in_record
 {%- if not loop.last %}
 union all
