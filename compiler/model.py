@@ -24,7 +24,7 @@ from sqlglot.tokens import TokenType
 from compiler import expressions as sql
 from compiler.properties import SOURCE_NAME
 from compiler.spec import Rule, Shape, Text, Transform
-from zync.tables import snake
+from zync.tables import raw_table_name, snake
 from zync.transactions import OUTPUT_TRANSACTION_COLUMN
 
 # The one style of every SQL text the compiler writes: lower-case keywords and function names, as the
@@ -125,8 +125,8 @@ def ordering(alias: str, transactions: tuple[str, ...] = ()) -> exp.Expression:
 
 
 # The fields of a Debezium change an output taking whole source transactions reads of every input record
-# (macros/etl/order/zync_source_transaction.sql): its commit time and its transaction's id.
-TRANSACTION_READS = ("value.source.ts_ms", "value.transaction.id")
+# (macros/etl/order/zync_source_transaction.sql): its transaction's id and its place in the transaction.
+TRANSACTION_READS = ("value.transaction.id", "value.transaction.total_order")
 TRANSACTION_COLUMN = OUTPUT_TRANSACTION_COLUMN
 
 
@@ -425,6 +425,15 @@ def _title(rule: Rule, where: str, condition: Text | None) -> list[str]:
     return notes
 
 
+def _transaction_ends(transform: Transform, item) -> str:
+    """zync_pending's `transactions` argument for an input of an output taking whole source transactions: where
+    its records' transactions' ENDs are (macros/etl/order/zync_transaction_ends.sql)."""
+    if not transform.whole_transactions:
+        return ""
+    ends = f"source({SOURCE_NAME!r}, {raw_table_name(item.transactions)!r})"
+    return f",\n    transactions={{'ends': {ends}, 'topic': {item.transactions!r}}}"
+
+
 def render_model_body(transform: Transform, compiled: list[CompiledRule], value_fields: list[str],
                       struct_fields: StructFields) -> str:
     """Everything after the model's config: the CTEs and the final select of the output rows."""
@@ -434,7 +443,7 @@ def render_model_body(transform: Transform, compiled: list[CompiledRule], value_
         ctes.append(_cte(
             input_cte(item.topic),
             f"{{{{ zync_pending(source({SOURCE_NAME!r}, {item.table!r}), {item.topic!r}, zync,\n"
-            f"    reads={reads[item.topic]!r}) }}}}",
+            f"    reads={reads[item.topic]!r}{_transaction_ends(transform, item)}) }}}}",
             [f"pending {item.topic} records: past the cursor, not yet done for this output;",
              "the fields the rules read typed (Debezium's types), the others as written"]))
     used = {join.lookup for rule in transform.rules for join in rule.joins}
@@ -464,7 +473,7 @@ def render_model_body(transform: Transform, compiled: list[CompiledRule], value_
         "-- per-key order, expiry, the cursors and output offsets: the rows this run appends\n"
         f"{{{{ zync_output_rows(\n    {EVENTS!r},\n    inputs=[\n{inputs}\n    ],\n"
         f"    output_topic={transform.output_topic!r},\n    value_fields={value_fields!r},\n    state=zync,\n"
-        + ("    transactions=true,\n" if transform.whole_transactions else "") + ") }}"
+        + (f"    transactions={transform.transaction_topic!r},\n" if transform.whole_transactions else "") + ") }}"
     )
     value = exp.Case(ifs=[exp.If(this=is_not_null(exp.column("fields")),
                                  true=sql.named_struct({f: exp.column(f"value__{f}") for f in value_fields}))])

@@ -158,6 +158,11 @@ class Transform:
         source transactions whole, each out row carrying its source transaction."""
         return bool(self.inputs) and all(i.transactions is not None for i in self.inputs)
 
+    @property
+    def transaction_topic(self) -> str | None:
+        """The transaction topic of the connector whose source transactions the output takes whole, if it does."""
+        return self.inputs[0].transactions if self.whole_transactions else None
+
 
 def _where(path: Path, mapping: Any, key: str | None = None) -> Where:
     if isinstance(mapping, _Located):
@@ -413,6 +418,13 @@ def _whole_transactions_or_none(path: Path, inputs: list[Input]) -> None:
                              "transaction`, so the output takes whole source transactions, and every input must "
                              "then read at its connector's cut: give this input `pool:` and `consistency: "
                              "transaction` too (or take `consistency: transaction` off the others)")
+    other = next((i for i in at_cut if i.transactions != at_cut[0].transactions), None)
+    if other is not None:
+        raise TransformError(other.where, f"input {other.topic}: it reads at the cut of {other.transactions}, input "
+                             f"{at_cut[0].topic} at the cut of {at_cut[0].transactions}: an output takes the whole "
+                             "source transactions of one connector, in its commit order (its transaction topic's "
+                             "order), and two connectors' orders do not compare. Read one connector's topics here, "
+                             "or take `consistency: transaction` off the inputs")
 
 
 def load_transform(path: Path) -> Transform:

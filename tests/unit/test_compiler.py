@@ -340,15 +340,17 @@ def test_an_output_over_inputs_at_the_cut_numbers_its_rows_by_source_transaction
     # Each event's order starts with its source transaction: the newest of its records' (a denorm's two).
     assert "zync_ordering('left_record', transactions=['left_record', 'right_record'])" in text
     assert "zync_ordering('in_record', transactions=['in_record'])" in text
-    assert model.output_rows["transactions"] is True
+    assert model.output_rows["transactions"] == "pg.transaction"
     assert [c.alias_or_name for c in model.final.expressions][-1] == "transaction"
-    # Every input reads the fields its records' transaction is told by.
-    assert text.count("'value.source.ts_ms', 'value.transaction.id'") == 2
+    # Every input reads the fields its records' transaction is told by, and looks its END up in the connector's
+    # transaction topic (its place in commit order).
+    assert text.count("'value.transaction.id', 'value.transaction.total_order'") == 2
+    assert text.count("transactions={'ends': source('raw', 'raw_pg_transaction'), 'topic': 'pg.transaction'}") == 2
     sources = next(f.text for f in files if f.path.name == "__sources.yml")
     assert "zync_pool: raw_pg" in sources and "zync_transactions: pg.transaction" in sources
     # An output over inputs read as they come is compiled as before.
     plain = model_sql(tmp_path, GOOD)
-    assert "transactions" not in plain and "value.source.ts_ms" not in plain
+    assert "transactions" not in plain and "value.transaction" not in plain
 
 
 @pytest.mark.parametrize("change, message", [
@@ -358,6 +360,8 @@ def test_an_output_over_inputs_at_the_cut_numbers_its_rows_by_source_transaction
      "transaction}", "`consistency: transaction` needs `pool:`"),
     ("pool: raw_pg, consistency: transaction, errors.tolerance: all}\n  - {topic: pg.public.b, table: "
      "raw_pg_public_b, pool: raw_pg, consistency: transaction}", "leave errors.tolerance out of a pooled input"),
+    ("pool: raw_pg, consistency: transaction}\n  - {topic: pg.public.b, table: raw_pg_public_b, pool: raw_pg, "
+     "consistency: transaction, transactions: other.transaction}", "two connectors' orders do not compare"),
 ])
 def test_inputs_at_the_cut_refuse_a_bad_combination(tmp_path, change, message):
     text = WHOLE.replace("pool: raw_pg, consistency: transaction}\n  - {topic: pg.public.b, table: raw_pg_public_b, "

@@ -38,7 +38,7 @@
     break the order; the rest waits for the next run.
 #}
 {% macro zync_keep_key_order(events, records, rounds=1, broadcast_claims=false, transactions=false) -%}
-{%- set last_transaction = "'transaction', named_struct('commit_ms', 9223372036854775807, 'id', ''), " if transactions else "" -%}
+{%- set last_transaction = "'transaction', named_struct('end', 9223372036854775807, 'id', '', 'order', 9223372036854775807), " if transactions else "" -%}
 {%- set never = "named_struct('tier', 2147483647, 'ordering', named_struct(" ~ last_transaction ~ "'offset', 9223372036854775807, 'topic', '', 'partition', 0))" -%}
 zync_claims as (
     select claimed.topic as claimed_topic, claimed.partition as claimed_partition, claimed.offset as claimed_offset, event.*

@@ -7,9 +7,10 @@
   `transactions`: the aliases of the event's records, for an output whose
   inputs read at their connector's cut (`consistency: transaction`): the
   struct then starts with the event's source transaction, the newest of its
-  records' (zync_source_transaction: commit time, then id), so that out rows
-  are numbered transaction by transaction, in commit order, each
-  transaction's rows together.
+  records' (zync_source_transaction: its END's place in the transaction
+  topic, the id, the record's place in the transaction), so that out rows are
+  numbered transaction by transaction, in exact commit order, each
+  transaction's rows together and in the source's order.
 #}
 {% macro zync_ordering(alias, transactions=none) -%}
 named_struct(

@@ -16,12 +16,21 @@
   `zync_output_rows`: kafka, kind, key, value__<field>..., fields (null but
   for an out row that carries a value), status, run_id (and transaction). The model's final
   select builds each out row's value from the value__ columns.
-  transactions: the output takes whole source transactions (every input
-  reads at its connector's cut; the events' ordering starts with their
-  source transaction, zync_ordering): out rows are numbered transaction by
-  transaction, and each carries its transaction's id in `transaction`.
+  transactions: the connector's transaction topic, for an output that takes
+  whole source transactions (every input reads at that connector's cut; the
+  events' ordering starts with their source transaction, zync_ordering): out
+  rows are numbered transaction by transaction, and each carries its
+  transaction's id in `transaction`. A cursor row of the transaction topic
+  (partition 0) then holds the lowest END among the transactions of the
+  records this run started with pending (zync_cache_pending finds it as it
+  counts them), so the next run looks up only the ENDs from there
+  (zync_transaction_ends); with the cache off, the cursor stays.
 #}
-{% macro zync_output_rows(events, inputs, output_topic, value_fields, state, transactions=false) -%}
+{% macro zync_output_rows(events, inputs, output_topic, value_fields, state, transactions=none) -%}
+{%- set ends = ((zync_take_note('transaction_ends') or {}) if transactions else {}).values() | reject('none') | list -%}
+{%- set transactions_cursor = ends | min if ends else none -%}
+{%- set known_cursor = state.cursors.get(transactions, {}).get(0) if transactions else none -%}
+{%- set move_transactions_cursor = transactions_cursor is not none and (known_cursor is none or transactions_cursor > known_cursor) -%}
 -- every pending record of every input, once
 {%- set small = zync_small_run() %}
 zync_records as (
@@ -35,7 +44,7 @@ zync_records as (
 ),
 
 {{ zync_keep_key_order(events, 'zync_records', rounds=var('zync_order_rounds', 4) | int, broadcast_claims=small,
-                       transactions=transactions) }},
+                       transactions=transactions is not none) }},
 
 -- one pass over the records writes every row: Spark would compute zync_final
 -- again for a second reference
@@ -64,9 +73,13 @@ zync_output_rows as (
                 'topic', {{ zync_string(output_topic) }}, 'partition', 0,
                 'offset', {{ zync_next_output_offset(output_topic, state) }} + out_count)
             when kind = 'cursor' then named_struct('topic', topic, 'partition', partition, 'offset', cursor_offset)
+            {%- if move_transactions_cursor %}
+            when kind = 'transactions_cursor' then named_struct(
+                'topic', {{ zync_string(transactions) }}, 'partition', 0, 'offset', {{ transactions_cursor }})
+            {%- endif %}
             else named_struct('topic', topic, 'partition', partition, 'offset', offset)
         end as kafka,
-        case when kind = 'output_cursor' then 'cursor' else kind end as kind,
+        case when kind in ('output_cursor', 'transactions_cursor') then 'cursor' else kind end as kind,
         case when kind = 'out' then key end as key,
         {%- for field in value_fields %}
         {{ adapter.quote('value__' ~ field) }},
@@ -93,6 +106,9 @@ zync_output_rows as (
             case when kept_by is not null or expirable or skipped then 'done' end,
             case when is_first and {{ zync_cursor_moved('topic', 'partition', 'cursor_offset', state) }} then 'cursor' end,
             case when is_out and out_position = out_count then 'output_cursor' end
+            {%- if move_transactions_cursor %},
+            case when is_out and out_position = out_count then 'transactions_cursor' end
+            {%- endif %}
         ),
         kind -> kind is not null
     )) kinds as kind

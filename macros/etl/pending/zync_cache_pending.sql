@@ -16,8 +16,12 @@
   has no row to write, and zync_output_insert_sql writes nothing; and the
   cached view's name (note 'pending_views', {topic: view}), whose records
   its guard checks no other run has done since.
+  With `transactions` (the records carry zync_transaction_end, zync_pending)
+  the same query also finds the lowest END of their transactions (note
+  'transaction_ends', {topic: offset or none}): zync_output_rows moves the
+  output's cursor of the transaction topic to it, without a pass of its own.
 #}
-{% macro zync_cache_pending(topic, pending_sql) -%}
+{% macro zync_cache_pending(topic, pending_sql, transactions=false) -%}
 {%- if execute and flags.WHICH in ('run', 'build') and model.config.materialized in ('zync_output', 'incremental')
       and var('zync_cache_pending', true) -%}
     {%- set prefix = 'zync_cache__' ~ this.identifier ~ '__' ~ modules.re.sub('[^0-9A-Za-z_]', '_', topic) | lower ~ '__' -%}
@@ -30,8 +34,14 @@
     {%- set cached = prefix ~ modules.datetime.datetime.now().strftime('%H%M%S%f') -%}
     {%- do zync_execute('cache table ' ~ cached ~ ' as ' ~ pending_sql) -%}
     {%- set counts = zync_take_note('pending_counts', keep=true) or {} -%}
-    {%- do counts.update({topic: run_query('select count(*) from ' ~ cached).rows[0][0] | int}) -%}
+    {%- set found = run_query('select count(*)' ~ (', min(zync_transaction_end)' if transactions else '') ~ ' from ' ~ cached).rows[0] -%}
+    {%- do counts.update({topic: found[0] | int}) -%}
     {%- do zync_leave_note('pending_counts', counts) -%}
+    {%- if transactions -%}
+        {%- set ends = zync_take_note('transaction_ends', keep=true) or {} -%}
+        {%- do ends.update({topic: (found[1] | int) if found[1] is not none else none}) -%}
+        {%- do zync_leave_note('transaction_ends', ends) -%}
+    {%- endif -%}
     {%- set views = zync_take_note('pending_views', keep=true) or {} -%}
     {%- do views.update({topic: cached}) -%}
     {%- do zync_leave_note('pending_views', views) -%}

@@ -10,6 +10,11 @@
   of the earlier record it replays, or null (zync_replays); rules leave
   replays alone and the model marks them done as `replayed`.
 
+  `transactions` (an output taking whole source transactions): {'ends': the
+  connector's transaction topic's raw view, 'topic': that topic}; each row then also carries `zync_transaction_end`, the offset of
+  its source transaction's END there (zync_transaction_ends), which orders
+  the output's transactions (zync_source_transaction).
+
   When the output model runs, the same query is also cached, once, before
   the model's own statement is built (zync_cache_pending): Spark inlines a
   CTE at every reference, and the rules, per-key order and cursors refer to
@@ -17,7 +22,7 @@
   and of the done rows. Spark's cache manager swaps the cached result in for
   every identical subquery, so the model's text stays what it reads as.
 #}
-{% macro zync_pending(relation, topic, state, reads=none) -%}
+{% macro zync_pending(relation, topic, state, reads=none, transactions=none) -%}
 {%- set pending_sql -%}
 {%- set notes = zync_field_notes(relation) -%}
 {%- if reads is not none -%}{%- set notes = zync_notes_read(notes, reads) -%}{%- endif -%}
@@ -48,6 +53,18 @@ left anti join (
 {%- endif %}
 where {{ zync_from_cursor('input', topic, state) }}
 {%- endset -%}
-{%- do zync_cache_pending(topic, pending_sql) -%}
+{%- if transactions -%}
+{%- set pending_sql -%}
+select /*+ BROADCAST(ends) */ pending.*, ends.end_offset as zync_transaction_end
+from (
+    {{ pending_sql | indent(4) }}
+) as pending
+left join (
+    {{ zync_transaction_ends(transactions.ends, transactions.topic, state) | indent(4) }}
+) as ends
+    on {{ zync_transaction_key('pending.value.transaction.id') }} = ends.id
+{%- endset -%}
+{%- endif -%}
+{%- do zync_cache_pending(topic, pending_sql, transactions=transactions is not none) -%}
 {{ pending_sql }}
 {%- endmacro %}
