@@ -13,16 +13,13 @@ from __future__ import annotations
 import io
 from itertools import groupby
 
-from confluent_kafka import TopicPartition
-
 from service.run import Service
 from testkit.invoices import ROOT
+from testkit.output_topic import published
 from testkit.scratch import make_scratch_project
 from zync import kafka_client
 from zync.progress import Progress
 from zync.tables import raw_table_name
-from zync.transactions import OUTPUT_TRANSACTION_HEADER
-from zync.wire import Registry
 
 PREFIX = "txhdr"
 ORDERS, LINES, TRANSACTIONS = f"{PREFIX}.public.orders", f"{PREFIX}.public.lines", f"{PREFIX}.transaction"
@@ -57,24 +54,6 @@ transforms:
 """
 ORDER_COUNT, UPDATES = 3, 3
 
-
-def published(target, n: int) -> list[tuple[dict, str | None]]:
-    """The output topic's first n records: (value, the transaction header)."""
-    registry, consumer = Registry(target.schema_registry), kafka_client.consumer(target, group="test-tx-header")
-    found: list[tuple[dict, str | None]] = []
-    try:
-        consumer.assign([TopicPartition(OUTPUT, 0, 0)])
-        for _ in range(120):
-            if len(found) >= n:
-                break
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            header = dict(msg.headers() or []).get(OUTPUT_TRANSACTION_HEADER)
-            found.append((registry.decode(msg.value(), OUTPUT)[1], header.decode() if header is not None else None))
-    finally:
-        consumer.close()
-    return found
 
 
 def violations(groups: list[list[dict]]) -> int:
@@ -122,12 +101,12 @@ def test_an_invariant_holds_after_every_transaction_a_consumer_applies_by_its_he
             if OUTPUT in kafka_client.topic_names(target) and \
                     kafka_client.high_water_marks(target, OUTPUT)[0] >= expected:
                 break
-    records = published(target, expected)
+    records = published(target, OUTPUT, least=expected, polls=120)
     assert len(records) == expected
-    assert all(header is not None for _, header in records)
+    assert all(r.transaction is not None for r in records)
     # Each transaction's records are contiguous: the header changes once per transaction.
-    by_header = [[value for value, _ in group] for _, group in groupby(records, key=lambda r: r[1])]
+    by_header = [[r.value for r in group] for _, group in groupby(records, key=lambda r: r.transaction)]
     assert [len(g) for g in by_header] == [1] * ORDER_COUNT + [2] * (UPDATES * ORDER_COUNT)
     assert violations(by_header) == 0
     # Record by record, every update transaction shows its line moved and its order's total not yet.
-    assert violations([[value] for value, _ in records]) == UPDATES * ORDER_COUNT
+    assert violations([[r.value] for r in records]) == UPDATES * ORDER_COUNT

@@ -13,18 +13,14 @@ from __future__ import annotations
 import io
 import os
 
-from confluent_kafka import TopicPartition
-
 from service.run import Service
 from testkit import debezium
 from testkit.invoices import ROOT
+from testkit.output_topic import published
 from testkit.scratch import make_scratch_project
 from tests.ingest.conftest import Producer
-from zync import kafka_client
 from zync.progress import Progress
 from zync.tables import raw_table_name
-from zync.transactions import OUTPUT_TRANSACTION_HEADER
-from zync.wire import Registry
 
 SERVER = f"wco{os.getpid()}"
 INVOICES, STATUSES = (debezium.topic(SERVER, "public", t) for t in ("invoices", "statuses"))
@@ -71,28 +67,6 @@ def boundary(producer: Producer, status: str, xid: int, counts: dict[str, int] |
                   [({"id": tid}, debezium.transaction_event(status, tid, COMMITTED_MS, counts))])
 
 
-def published(target) -> list[tuple[int, dict, str | None]]:
-    """The output topic's records: (offset, value, the transaction header)."""
-    if OUTPUT not in kafka_client.topic_names(target):
-        return []
-    high = kafka_client.high_water_marks(target, OUTPUT)[0]
-    registry, consumer = Registry(target.schema_registry), kafka_client.consumer(target, group="test-commit-order")
-    found: list[tuple[int, dict, str | None]] = []
-    try:
-        consumer.assign([TopicPartition(OUTPUT, 0, 0)])
-        for _ in range(60):
-            if len(found) >= high:
-                break
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            header = dict(msg.headers() or []).get(OUTPUT_TRANSACTION_HEADER)
-            found.append((msg.offset(), registry.decode(msg.value(), OUTPUT)[1],
-                          header.decode() if header is not None else None))
-    finally:
-        consumer.close()
-    return found
-
 
 def test_transactions_of_one_millisecond_come_out_in_end_order(target, spark, tmp_path):
     project = make_scratch_project(tmp_path / "co", {"co.yml": TRANSFORM}, spark=spark)
@@ -117,9 +91,9 @@ def test_transactions_of_one_millisecond_come_out_in_end_order(target, spark, tm
         service.discovery.every_s = 0
         for _ in range(4):
             service.cycle()
-            if len(published(target)) == 4:
+            if len(published(target, OUTPUT)) == 4:
                 break
-        assert [(o, v["id"], v["status"], h) for o, v, h in published(target)] == [
+        assert [(o, v["id"], v["status"], h) for o, v, h in published(target, OUTPUT)] == [
             (0, 1, "new", "1"), (1, 1, "sent", "999"), (2, 1, "paid", "1000"), (3, 7, "new", "1000")]
         assert cursor(spark) == 1  # the lowest END the run started with pending: transaction 1's
         # A later transaction: the next run looks its END up from that cursor, and moves it to its END.
@@ -128,9 +102,9 @@ def test_transactions_of_one_millisecond_come_out_in_end_order(target, spark, tm
         boundary(producer, "END", 1001, {"public.statuses": 1})
         for _ in range(4):
             service.cycle()
-            if len(published(target)) == 5:
+            if len(published(target, OUTPUT)) == 5:
                 break
-    assert [(o, v["id"], v["status"], h) for o, v, h in published(target)][4:] == [(4, 7, "paid", "1001")]
+    assert [(o, v["id"], v["status"], h) for o, v, h in published(target, OUTPUT)][4:] == [(4, 7, "paid", "1001")]
     assert cursor(spark) == 7
 
 

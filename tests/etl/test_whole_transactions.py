@@ -13,19 +13,16 @@ from __future__ import annotations
 import io
 import os
 
-from confluent_kafka import TopicPartition
-
 from service import etl_status
 from service.run import Service
 from testkit import debezium
 from testkit.invoices import ROOT
+from testkit.output_topic import published
 from testkit.scratch import make_scratch_project
 from tests.ingest.conftest import Producer
-from zync import kafka_client
 from zync.progress import Progress
 from zync.tables import raw_table_name
-from zync.transactions import OUTPUT_TRANSACTION_HEADER, transaction_key
-from zync.wire import Registry
+from zync.transactions import transaction_key
 
 SCHEMA = "zync"
 SERVER = f"wtx{os.getpid()}"
@@ -84,28 +81,6 @@ class Source:
                            [({"id": tid}, debezium.transaction_event(status, tid, xid * 1000, counts))])
 
 
-def published(target) -> list[tuple[int, dict, str | None]]:
-    """The output topic's records: (offset, value, the transaction header)."""
-    if OUTPUT not in kafka_client.topic_names(target):
-        return []
-    high = kafka_client.high_water_marks(target, OUTPUT)[0]
-    registry, consumer = Registry(target.schema_registry), kafka_client.consumer(target, group="test-whole-tx")
-    found: list[tuple[int, dict, str | None]] = []
-    try:
-        consumer.assign([TopicPartition(OUTPUT, 0, 0)])
-        for _ in range(60):
-            if len(found) >= high:
-                break
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            header = dict(msg.headers() or []).get(OUTPUT_TRANSACTION_HEADER)
-            found.append((msg.offset(), registry.decode(msg.value(), OUTPUT)[1],
-                          header.decode() if header is not None else None))
-    finally:
-        consumer.close()
-    return found
-
 
 def test_an_output_takes_and_publishes_source_transactions_whole(target, spark, tmp_path, monkeypatch):
     project = make_scratch_project(tmp_path / "tx", {"tx.yml": TRANSFORM}, spark=spark)
@@ -128,14 +103,14 @@ def test_an_output_takes_and_publishes_source_transactions_whole(target, spark, 
         service.discovery.every_s = 0
         for _ in range(4):
             service.cycle()
-            if published(target):
+            if published(target, OUTPUT):
                 break
         pool = spark.table(f"{SCHEMA}.{POOL}")
         # Transaction 2's invoices are in the pool; the output took none of them, not even as pending.
         assert pool.where(f"kafka.topic = '{INVOICES}' and kafka.offset in (4, 5)").count() == 2
         output = spark.table(f"{SCHEMA}.{OUTPUT}")
         assert output.where(f"kind = 'done' and kafka.topic = '{INVOICES}' and kafka.offset >= 4").count() == 0
-        assert [(o, v["id"], h) for o, v, h in published(target)] == [(0, 1, "1")]
+        assert [(o, v["id"], h) for o, v, h in published(target, OUTPUT)] == [(0, 1, "1")]
 
         # Transaction 2's statuses, then transaction 3: invoice 1 paid (a status update, at a lower offset
         # of its topic than transaction 2's invoices are of theirs).
@@ -146,10 +121,10 @@ def test_an_output_takes_and_publishes_source_transactions_whole(target, spark, 
         source.boundary("END", 3, {"public.statuses": 1})
         for _ in range(4):
             service.cycle()
-            if len(published(target)) == 4:
+            if len(published(target, OUTPUT)) == 4:
                 break
 
-    records = published(target)
+    records = published(target, OUTPUT)
     # Each transaction's records together, in commit order, at contiguous offsets, each with its transaction.
     assert [(o, v["id"], v["status"], h) for o, v, h in records] == [
         (0, 1, "open", "1"), (1, 2, "open", "2"), (2, 3, "open", "2"), (3, 1, "paid", "3")]
