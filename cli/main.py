@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cli.init_project import DEFAULT_TOPICS
 from service.compaction import COMPACT_AFTER_COMMITS
-from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE
+from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, SETTLE_EVERY_S
 from service.health import DEFAULT_STALE_AFTER_S
 from service.http_server import DEFAULT_ADDRESS
 from service.threads import DEFAULT_THREADS
@@ -151,6 +151,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             with Service(_target(args), select=args.select, interval=args.interval, threads=args.threads,
                          compact_after=args.compact_after, fold_after_commits=args.fold_after_commits,
                          fold_after_rows=args.fold_after_rows, folds_per_cycle=args.folds_per_cycle,
+                         settle_every=args.settle_every,
                          # A scheduler's single cycle serves nothing unless asked to.
                          metrics=args.metrics if args.metrics or not args.once else "off",
                          stale_after=args.stale_after, vacuum_retention=args.vacuum_retention,
@@ -270,6 +271,11 @@ def parser() -> argparse.ArgumentParser:
                    help=f"fold at most N mirrors in one cycle (default {FOLDS_PER_CYCLE}; 0: no bound), and one "
                         "a cycle when growth alone is the reason; a mirror never built is built in the cycle that "
                         "finds it, past the bound; --once folds every mirror whose raw table moved")
+    p.add_argument("--settle-every", type=parse_duration, default=SETTLE_EVERY_S, metavar="DUR",
+                   help="settled cuts: fold the mirrors of a connector at its transaction cut (consistency: "
+                        "transaction) together whenever one folds and at least every DUR, and record each cut their "
+                        "bases all hold in <pool>__settled, for fast reads of every mirror at one transaction "
+                        "(zync_settled_cut); off by default (0): a fold of all of them costs the cycle its time")
     p.add_argument("--metrics", metavar="ADDR", default=None,
                    help=f"serve Prometheus metrics at http://ADDR/metrics and health at /healthz: HOST:PORT, PORT "
                         f"or HOST (default {DEFAULT_ADDRESS}; if that port is taken the run goes on without them); "

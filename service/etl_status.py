@@ -34,7 +34,7 @@ from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.spark import spark_session
 from zync.tables import dead_letter_table_name, qualified
-from zync.transactions import cut_table_name
+from zync.transactions import cut_table_name, settled_table_name
 
 KAFKA_TIMEOUT_S = 5.0
 # The one definition of a pending record, which the `__pending` view and the zync_pending_age test read too.
@@ -287,6 +287,7 @@ def mirror_status(spark, target: Target, source: Path, mirror, table: str | None
     partitions = [MirrorPartition(p, cursor.get(p), latest.get(p), not_folded.get(p, 0))
                   for p in sorted(set(latest) | set(cursor))]
     cut = (_cut_text(spark, target, mirror.pool, mirror.transactions, "its raw view stops")
+           + _settled_text(spark, target, mirror.pool, mirror.transactions)
            if getattr(mirror, "transactions", None) and mirror.pool else None)
     return MirrorStatus(source, mirror.model, mirror.topic, raw_name, note, partitions, cut)
 
@@ -305,6 +306,21 @@ def _cut_text(spark, target: Target, pool: str, transactions: str, whose: str) -
     expired = f"; {cut['expired']} transactions expired (never whole)" if cut["expired"] else ""
     return (f"{whose} at the cut of {transactions}: after transaction {cut['transaction']}, "
             f"committed at the source {age} ago{expired}")
+
+
+def _settled_text(spark, target: Target, pool: str, transactions: str) -> str:
+    """Where the connector's settled cut stands (`zync run --settle-every`), '' if it has none."""
+    table = _table_name(target, settled_table_name(pool))
+    if not spark.catalog.tableExists(table):
+        return ""
+    newest = (spark.table(table).where(F.col("connector") == F.lit(transactions))
+              .orderBy(F.col("end_offset").desc()).limit(1).collect())
+    if not newest:
+        return ""
+    settled = newest[0]
+    age = _age(int(time.time() - settled["committed_at"].timestamp())) if settled["committed_at"] else "-"
+    return (f"; its base settled at transaction {settled['transaction'] or '(the initial snapshot)'}, committed at "
+            f"the source {age} ago (zync_settled_cut)")
 
 
 def collect(target: Target, paths: list[Path], kafka: bool = True) -> list[TransformStatus | MirrorStatus]:

@@ -19,7 +19,16 @@ whatever it folds), only when one of these holds:
   may fail until then;
 - its raw table gained `after_commits` commits or `after_rows` rows since (a
   pooled topic: `after_rows` of its own rows, whatever the pool's commits);
-- the run folds everything that moved (`zync run --once`).
+- the run folds everything that moved (`zync run --once`);
+- with settled cuts on (`zync run --settle-every DUR`), it keeps its
+  connector's transaction cut (`consistency: transaction`) and another
+  mirror of the connector folds in this cycle: a connector's mirrors whose
+  topics gained rows fold together, whatever the bounds below, so that
+  their bases hold one cut (service/settled_cuts.py); and they all fold
+  when the connector's last settled cut is older than DUR. Off by
+  default: a fold of several mirrors at once stalls the cycle (4 mirrors
+  at the cut: 32-45 s against 3.5-20 s for one, beside a reader,
+  tests/debezium/test_pooled_read_profile.py).
 Every mirror without a base is built in the cycle that finds it: until then
 its name shows nothing, and a whole database's first build in one `dbt run`
 pays dbt's start and its listing of the schema's relations once, where a
@@ -52,6 +61,7 @@ if TYPE_CHECKING:  # the CLI reads this module's defaults without loading dbt
 FOLD_AFTER_COMMITS = 50
 FOLD_AFTER_ROWS = 100_000
 FOLDS_PER_CYCLE = 4
+SETTLE_EVERY_S = 0.0  # settled cuts off: a connector's mirrors at its cut fold as any others
 NO_BASE = 0  # the urgency of a mirror's first build (unbounded a cycle)
 GROWN = 3  # the urgency of a fold due only by its raw table's growth
 
@@ -82,12 +92,19 @@ class FoldPolicy:
 
     def choose(self, due: dict[str, dict[str, TableVersion | None]], models: list["ZyncModel"],
                ran_at: dict[str, dict[str, TableVersion | None]], everything: bool = False,
-               deferred: AbstractSet[str] = frozenset()) -> dict[str, dict[str, TableVersion | None]]:
+               deferred: AbstractSet[str] = frozenset(),
+               settling: AbstractSet[str] | None = None,
+               lagging: AbstractSet[str] = frozenset()) -> dict[str, dict[str, TableVersion | None]]:
         """`due` (model -> the raw versions it would run at) less the mirrors that need no fold yet.
 
         Outputs are kept as they are. `ran_at`: the raw versions each model's
         last successful run saw. everything: every due mirror folds, unbounded.
         deferred: the mirrors whose last run here made their view and no base.
+        settling: None when settled cuts are off (`zync run --settle-every 0`); else the connectors
+        (transaction topics) whose mirrors all fold now, and a connector's mirrors fold together whenever
+        one of them folds, every one whose topic grew, so that their bases settle on the cut
+        (service/settled_cuts.py). lagging: mirrors whose bases were found not to hold their
+        connector's cut; they fold with the others whether they grew or not.
         """
         mirrors = {m.name: m for m in models if m.kind == "mirror" and m.name in due}
         if everything:
@@ -105,7 +122,36 @@ class FoldPolicy:
             needed = [name for urgency, name in ranked if NO_BASE < urgency[0] < GROWN]
             grown = [name for urgency, name in ranked if urgency[0] == GROWN]
             chosen = first | set(needed[:self.per_cycle] or ([] if first else grown[:1]))
+        if settling is not None:
+            chosen |= self._settling_with(chosen, settling, lagging, mirrors, due, ran_at)
         return {name: seen for name, seen in due.items() if name not in mirrors or name in chosen}
+
+    def _settling_with(self, chosen: set[str], settling: AbstractSet[str], lagging: AbstractSet[str],
+                       mirrors: dict[str, "ZyncModel"],
+                       due: dict[str, dict[str, TableVersion | None]],
+                       ran_at: dict[str, dict[str, TableVersion | None]]) -> set[str]:
+        """The mirrors that fold with the chosen ones: of each connector whose cut a chosen mirror keeps,
+        every other mirror whose topic gained rows since its last fold. Each fold takes its changes up to
+        the cut as it stands (macros/mirror/cursor/zync_mirror_cut_cursor.sql), so the connector's bases
+        then hold one cut together, which a reader takes whole from the bases alone
+        (service/settled_cuts.py); a mirror whose topic gained nothing holds that cut already."""
+        connectors = {mirrors[name].cut_of for name in chosen if name in mirrors and mirrors[name].cut_of} | settling
+        return {name for name, model in mirrors.items()
+                if model.cut_of in connectors and name not in chosen
+                and (name in lagging or self._grew(model, due[name], ran_at.get(name)))}
+
+    def _grew(self, model: "ZyncModel", seen: dict[str, TableVersion | None],
+              last: dict[str, TableVersion | None] | None) -> bool:
+        """Whether a mirror's raw rows (its topic's, in a raw pool) grew since its last fold, as this
+        choice counted them; True when it did not count them."""
+        if last is None:
+            return True
+        for table, version in seen.items():
+            counted = self.counted.get((model.name, table))
+            if counted is None or counted.since != last.get(table) or counted.until != version \
+                    or counted.rows is None or counted.rows > 0:
+                return True
+        return False
 
     def _urgency(self, model: "ZyncModel", seen: dict[str, TableVersion | None],
                  last: dict[str, TableVersion | None] | None, deferred: bool = False) -> tuple | None:

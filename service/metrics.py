@@ -164,6 +164,9 @@ class Metrics:
         self.cut_committed = Gauge("zync_transaction_cut_committed_timestamp_seconds", "the source commit time of the "
                                    "newest whole transaction the connector's raw views show (consistency: transaction)",
                                    connector, registry=r)
+        self.cut_settled = Gauge("zync_transaction_cut_settled_timestamp_seconds", "the source commit time of the "
+                                 "newest whole transaction every base of the connector's mirrors holds, recorded in "
+                                 "<pool>__settled (the settled cut)", connector, registry=r)
         self.cut_waiting = Gauge("zync_transaction_cut_waiting", "transactions whose END the pool holds that are "
                                  "not behind the connector's cut yet", connector, registry=r)
         self.cut_expired = Gauge("zync_transaction_cut_expired", "transactions given up on as never whole (counted "
@@ -239,6 +242,12 @@ class Metrics:
                 self.cut_committed.labels(connector).set(committed_ms / 1000)
             self.cut_waiting.labels(connector).set(waiting)
             self.cut_expired.labels(connector).set(expired)
+
+    def settled(self, connector: str, committed_ms: int | None) -> None:
+        """A connector's cut recorded as settled (service/settled_cuts.py)."""
+        if committed_ms is not None:
+            with self._lock:
+                self.cut_settled.labels(connector).set(committed_ms / 1000)
 
     def ingest_starting(self, tables: Iterable[str]) -> None:
         """The raw tables' versions before this cycle's ingest: its commits are those after."""

@@ -26,7 +26,7 @@ from dbt.cli.main import dbtRunner
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCE_META
 from zync.pools import POOL_META
-from zync.transactions import TRANSACTIONS_OF_META
+from zync.transactions import TRANSACTIONS_META, TRANSACTIONS_OF_META
 
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
@@ -71,6 +71,10 @@ class ZyncModel:
     # A mirror's history model (macros/history/): an incremental table, run like an output whenever its raw
     # table moved, with no egress.
     history: bool = False
+    # A mirror at its connector's transaction cut (`consistency: transaction`): the connector's transaction
+    # topic. Its folds go with the connector's other mirrors' (service/folds.py), so their bases settle on
+    # one cut together (service/settled_cuts.py).
+    cut_of: str | None = None
 
     @property
     def kind(self) -> str:
@@ -168,9 +172,11 @@ class DbtProject:
             history_topic = meta.get("zync_history_topic")
             if not (output_topic or mirror_topic or history_topic):
                 continue
-            inputs = []
+            inputs, cut_of = [], None
             for parent in node.depends_on.nodes:
                 source = manifest.sources.get(parent)
+                if source is not None and mirror_topic and (source.meta or {}).get(POOL_META):
+                    cut_of = (source.meta or {}).get(TRANSACTIONS_META) or cut_of
                 if source is not None and (source.meta or {}).get("zync_topic"):
                     relation = f"{source.schema}.{source.identifier}"
                     pool = source.meta.get(POOL_META)
@@ -178,7 +184,8 @@ class DbtProject:
                                            source.meta.get(TOLERANCE_META), relation if pool else None))
             found.append(ZyncModel(node.name, f"{node.schema}.{node.alias}", output_topic, tuple(inputs),
                                    inputs_only=len(inputs) == len(node.depends_on.nodes),
-                                   history=bool(history_topic) and not (output_topic or mirror_topic)))
+                                   history=bool(history_topic) and not (output_topic or mirror_topic),
+                                   cut_of=cut_of))
         if select:
             chosen = self.select(select)
             found = [m for m in found if m.name in chosen]

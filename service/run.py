@@ -68,13 +68,14 @@ from service.compaction import (COMPACT_AFTER_COMMITS, Compaction, checkpoint, c
 from service.discovery import TopicDiscovery
 from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
-from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, FoldPolicy
+from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, SETTLE_EVERY_S, FoldPolicy
 from service.freshness import freshness_file
 from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
 from service.json_file import write_json
 from service.metrics import Metrics
 from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
+from service.settled_cuts import SettledCuts
 from service.stop_signals import PY4J_SEND_FAILED, stopped_with_the_engine
 from service.threads import DEFAULT_THREADS
 from service.vacuum import DEFAULT_VACUUM_RETENTION_S, VacuumSchedule, vacuum
@@ -87,6 +88,7 @@ from zync.errors import ZyncError
 from zync.progress import Progress, StageReport
 from zync.spark import spark_session
 from zync.spark_internals import driver_process
+from zync.transactions import settled_table_name
 
 DEFAULT_INTERVAL_S = 1.0
 # How a raw pool is compacted and checkpointed: in Python (ingest/pool_compaction.py) and checkpointed, on a
@@ -198,7 +200,7 @@ class Service:
                  status: Progress | None = None, root: Path | None = None,
                  compact_after: int = COMPACT_AFTER_COMMITS, threads: int = DEFAULT_THREADS,
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
-                 folds_per_cycle: int = FOLDS_PER_CYCLE, metrics: str | None = None,
+                 folds_per_cycle: int = FOLDS_PER_CYCLE, settle_every: float = SETTLE_EVERY_S, metrics: str | None = None,
                  stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S,
                  warm_up: bool = True, stopping: threading.Event | None = None):
         """`stopping`: set by a stop signal that came before the run (service/stop_signals.py), shared with it."""
@@ -206,6 +208,8 @@ class Service:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
             raise ZyncError(f"--interval must be more than 0, not {interval}")
+        if settle_every < 0:
+            raise ZyncError(f"--settle-every must be 0 (settled cuts off) or more, not {settle_every}")
         if compact_after < 0:
             raise ZyncError(f"--compact-after must be 0 (never) or more, not {compact_after}")
         self.target = target
@@ -228,6 +232,8 @@ class Service:
         self.transaction_topics: dict[str, tuple[RawInput, str]] = {}  # (DbtProject.transaction_topics)
         self.ingests: dict[RawInput, Ingest] = {}
         self.pools: dict[str, PoolIngest] = {}  # raw pool (database.table) -> the ingest of all its topics
+        self.settled = SettledCuts(self.spark, self.versions)
+        self.settle_every = settle_every
         self.egresses: dict[str, Egress] = {}
         # What the last successful run of each model saw: its raw tables' versions (kept across restarts).
         self.ran_at = RanAt(self.project.root / TARGET_PATH / f"ran-at-{target.name}.json")
@@ -611,9 +617,13 @@ class Service:
                 continue  # a raw table is not there yet: its topic has had no record
             if self.ran_at.get(model.name) != seen and self._try(f"dbt:{model.name}"):
                 due[model.name] = seen
-        due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all, deferred=self.deferred)
+        due = self.folds.choose(due, self.models, self.ran_at, everything=self.fold_all, deferred=self.deferred,
+                                settling=self.settled.due({m.cut_of for m in self.models if m.cut_of}, self.settle_every)
+                                if self.settle_every > 0 else None,
+                                lagging=self.settled.lagging)
         if not due or self.stopping.is_set():
             self._pending_rows(current)  # a mirror's raw table moved, its fold not due yet
+            self._settle()
             return None
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
                           if m.name in due and m.output_topic is not None}
@@ -664,9 +674,29 @@ class Service:
                 self._failed("dbt", run.name, ZyncError(run.message))
         self.ran_at.save()
         self._pending_rows(current)
+        self._settle()
         ok = [r.name for r in runs if r.ok]
         return StageReport("dbt", time.monotonic() - started, len(ok),
                            {"models": ok, "failed": [r.name for r in runs if not r.ok]})
+
+    def _settle(self) -> None:
+        """Record each connector's cut that all its mirrors' bases hold now (service/settled_cuts.py)."""
+        if self.settle_every <= 0:
+            return
+        for pool, job in sorted(self.pools.items()):
+            for connector, state in sorted(job.cuts.items()):
+                mirrors = [m for m in self.models if m.cut_of == connector]
+                if not mirrors or self.stopping.is_set() or not self._try(f"settle:{connector}"):
+                    continue
+                try:
+                    settled = self.settled.after_folds(pool, connector, state.cut, mirrors)
+                except Exception as e:  # noqa: BLE001 - the reads at the last settled cut go on; tried again
+                    self._failed("settle", connector, ZyncError(
+                        f"recording the settled cut of {connector} in {settled_table_name(pool)} failed: {e}"))
+                    continue
+                self._succeeded("settle", connector)
+                if settled is not None:
+                    self.metrics.settled(connector, settled.cut.committed_ms)
 
     def _pending_rows(self, current: dict[str, TableVersion | None]) -> None:
         """Rows each model's raw tables gained since its last run here, from the counts at hand (metrics)."""
@@ -791,7 +821,7 @@ class Service:
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
         pools = {i.table for i in self.inputs() if i.pool_view}
-        candidates = sorted(raw_tables | {m.table for m in self.models})
+        candidates = sorted(raw_tables | {m.table for m in self.models} | self.settled.tables)
         due: list[tuple[int, str, TableVersion]] = []
         for table, done, checkpointed in self._compacted_beside():
             if done is not None:

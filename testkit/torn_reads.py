@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 ACCOUNTS = 20
 OPENING_BALANCE = 1000
@@ -96,9 +98,32 @@ end $$;
 """
 
 
+MIRRORED = ("checking", "savings", "orders", "lines")
+
+
 def invariant_query(schema: str, mirror_prefix: str) -> str:
     """One query over the four mirrors: (balance total, torn orders, mirror rows)."""
-    m = {t: f"{schema}.{mirror_prefix}{t}" for t in ("checking", "savings", "orders", "lines")}
+    return _invariants({t: f"{schema}.{mirror_prefix}{t}" for t in MIRRORED})
+
+
+def settled_invariant_query(schema: str, pool: str, connector: str, mirror_prefix: str) -> Callable[[Any], str | None]:
+    """The invariants of the four mirrors at their connector's newest settled cut, as an analyst reads it by
+    hand: the cut's row of `<pool>__settled` first, then each mirror's base `VERSION AS OF` its version
+    there. A function of the reader's session giving the query (None before a first settled cut)."""
+    def query(spark) -> str | None:
+        if not spark.catalog.tableExists(f"{schema}.{pool}__settled"):
+            return None
+        newest = spark.sql(f"select end_offset, versions from {schema}.{pool}__settled "
+                           f"where connector = '{connector}' order by end_offset desc limit 1").first()
+        if newest is None:
+            return None
+        versions = newest["versions"]
+        return _invariants({t: f"{schema}.{mirror_prefix}{t}__base version as of {versions[f'{schema}.{mirror_prefix}{t}']}"
+                            for t in MIRRORED}, cut=newest["end_offset"])
+    return query
+
+
+def _invariants(m: dict[str, str], cut: int | None = None) -> str:
     return f"""
     select
       (select sum(balance) from {m['checking']}) + (select sum(balance) from {m['savings']}) as balance_total,
@@ -106,7 +131,8 @@ def invariant_query(schema: str, mirror_prefix: str) -> str:
          full outer join (select order_id, sum(amount) as lines_total from {m['lines']} group by order_id) l
            on o.id = l.order_id
         where o.id is null or l.order_id is null or o.total <> l.lines_total) as torn_orders,
-      (select count(*) from {m['orders']}) as orders
+      (select count(*) from {m['orders']}) as orders,
+      {cut if cut is not None else 'null'} as cut
     """
 
 
@@ -118,9 +144,13 @@ class Reads:
     torn: int = 0
     seconds: float = 0.0  # spent reading
     examples: list[tuple] = field(default_factory=list)
+    cuts: set[int] = field(default_factory=set)  # the settled cuts read (reads at the settled cut)
+    while_writing: int = 0  # of `reads`, those done while the workload ran
 
-    def add(self, balance_total: int | None, torn_orders: int, orders: int) -> None:
+    def add(self, balance_total: int | None, torn_orders: int, orders: int, cut: int | None = None) -> None:
         self.reads += 1
+        if cut is not None:
+            self.cuts.add(cut)
         if balance_total != TOTAL_BALANCE or torn_orders:
             self.torn += 1
             if len(self.examples) < 5:
@@ -130,7 +160,9 @@ class Reads:
 class Reader:
     """Reads each mirror set's invariants in turn, without pause, on a thread of its own, until stopped."""
 
-    def __init__(self, spark, queries: dict[str, str]):
+    def __init__(self, spark, queries: dict[str, str | Callable[[Any], str | None]]):
+        """`queries`: name -> the invariant query, or a function of the reader's session giving it (None:
+        nothing to read yet)."""
         # A session of its own, as an analyst's: `zync run` changes its engine session's settings
         # between its steps, and a query planned meanwhile on that session failed in Spark's planner.
         self.spark, self.queries = spark.newSession(), queries
@@ -145,16 +177,20 @@ class Reader:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            for name, sql in self.queries.items():
+            for name, query in self.queries.items():
                 started = time.monotonic()
                 try:
+                    sql = query(self.spark) if callable(query) else query
+                    if sql is None:
+                        time.sleep(0.2)
+                        continue
                     row = self.spark.sql(sql).first()
                     self.reads[name].seconds += time.monotonic() - started
                 except Exception as e:  # a read that failed is reported, not counted as clean
                     self.errors.append(f"{name}: {' '.join(str(e).splitlines()[:3])[:600]}")
                     time.sleep(0.2)
                     continue
-                self.reads[name].add(row["balance_total"], row["torn_orders"], row["orders"])
+                self.reads[name].add(row["balance_total"], row["torn_orders"], row["orders"], row["cut"])
 
     def stop(self) -> dict[str, Reads]:
         self._stop.set()

@@ -53,6 +53,12 @@ CUT_VALUE_DDL = ("STRUCT<`connector`: STRING, `transaction`: STRING, `committed_
 
 
 CUTS_VIEW_SUFFIX = "__cuts"  # the pool's view of every cut row (the cuts' history), `position` ascending
+# A cut every base of the connector's mirrors holds exactly, with each base's Delta version (service/
+# settled_cuts.py): a row per settled cut in the Delta table <pool>__settled, appended by `zync run`.
+# `versions`: mirror (database.name) -> the version of its base (<mirror>__base) holding the cut.
+SETTLED_TABLE_SUFFIX = "__settled"
+SETTLED_COLUMNS = (("connector", "string"), ("end_offset", "bigint"), ("transaction", "string"),
+                   ("committed_at", "timestamp"), ("settled_at", "timestamp"), ("versions", "map<string,bigint>"))
 
 
 def cut_table_name(pool: str) -> str:
@@ -61,6 +67,10 @@ def cut_table_name(pool: str) -> str:
 
 def cuts_view_name(pool: str) -> str:
     return pool + CUTS_VIEW_SUFFIX
+
+
+def settled_table_name(pool: str) -> str:
+    return pool + SETTLED_TABLE_SUFFIX
 
 
 def cut_topic(transaction_topic: str) -> str:

@@ -7,7 +7,9 @@ rules by time. Marker `campaign` (a measurement, not a check):
     pytest -m campaign -s tests/debezium/test_pooled_read_profile.py   # ZYNC_PROFILE_OUT=FILE also writes it there
 
 The workload (transfers, orders with lines) runs ZYNC_PROFILE_SECONDS (60) with `zync run` cycling, then
-five reads idle, then reads while a second workload of 60 s runs with `zync run` cycling.
+five reads idle, then reads while a second workload of 60 s runs with `zync run` cycling; each read of the
+mirrors' views is followed by one of the same four mirrors at the connector's settled cut (each base as of
+the version `zync run` recorded for it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 
 from service.run import Service
 from testkit import torn_reads
-from tests.debezium.test_torn_reads import _whole, sources_and_project
+from tests.debezium.test_torn_reads import SETTLE_EVERY_S, _whole, sources_and_project
 from zync.progress import Progress
 from zync.spark_internals import java_frame, java_session, jvm_of
 
@@ -105,7 +107,7 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
         def say(*a):
             print(*a, flush=True)
             print(*a, file=out, flush=True)
-        with Service(target, root=project.path, status=log, fold_after_rows=200) as service:
+        with Service(target, root=project.path, status=log, fold_after_rows=200, settle_every=SETTLE_EVERY_S) as service:
             service.discovery.every_s = 0
             for _ in range(12):
                 service.cycle()
@@ -131,10 +133,21 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
             say(java_frame(df).queryExecution().toString())
             jvm = jvm_of(spark)
             jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.resetMetrics()
-            for i in range(5):
-                r = profile(reader, query, f"idle-{i}")
-                results.append(r)
-                say(json.dumps(r))
+            settled = torn_reads.settled_invariant_query("zync", f"raw_{name}on", f"{name}on.transaction", sets["on"])
+            # The settled read also by a session with adaptive execution off (its jobs), and without whole-stage
+            # code generation too (its compile time): a reader's own settings.
+            plain = reader.newSession()
+            plain.conf.set("spark.sql.adaptive.enabled", "false")
+            interpreted = plain.newSession()
+            interpreted.conf.set("spark.sql.adaptive.enabled", "false")
+            interpreted.conf.set("spark.sql.codegen.wholeStage", "false")
+            for i in range(5):  # the views and the bases at the settled cut, alternating
+                for label, session, sql in ((f"idle-{i}", reader, query), (f"idle-settled-{i}", reader, settled(reader)),
+                                            (f"idle-settled-no-aqe-{i}", plain, settled(plain)),
+                                            (f"idle-settled-interpreted-{i}", interpreted, settled(interpreted))):
+                    r = profile(session, sql, label)
+                    results.append(r)
+                    say(json.dumps(r))
             say(jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.dumpTimeSpent())
             # with `zync run` cycling beside and the workload on
             debezium.psql("begin; delete from lines where id >= 3; delete from orders where id >= 2; commit;", database)
@@ -146,9 +159,10 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
             def read_loop():
                 i = 0
                 while not stop.is_set():
-                    r = profile(reader, query, f"busy-{i}")
-                    results.append(r)
-                    say(json.dumps(r))
+                    for label, sql in ((f"busy-{i}", query), (f"busy-settled-{i}", settled(reader))):
+                        r = profile(reader, sql, label)
+                        results.append(r)
+                        say(json.dumps(r))
                     i += 1
             t = threading.Thread(target=read_loop, daemon=True)
             t.start()

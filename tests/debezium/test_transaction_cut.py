@@ -205,7 +205,8 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
                                    topics=lambda: kafka_client.topic_names(target))
     for shared in ("profiles", ".local", "jvm"):
         (project.path / shared).symlink_to(ROOT / shared)
-    with Service(target, root=project.path, status=Progress.for_run(live=False)) as service:
+    # Every cycle settles the cut (folds the connector's mirrors together to it): a short --settle-every.
+    with Service(target, root=project.path, status=Progress.for_run(live=False), settle_every=0.01) as service:
         service.discovery.every_s = 0
         cycles_until(service, lambda: spark.catalog.tableExists("zync.txrun_lines")
                      and _state(spark) == ({1: 10}, {1: [10]}), most=10)
@@ -214,16 +215,25 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
                       "begin; update orders set total = 21 where id = 2; insert into lines values (4, 2, 1); commit;"
                       "begin; delete from lines where id = 1; delete from orders where id = 1; commit;",
                       database)
-        seen = []
+        seen, settled = [], []
+        passed = [({1: 10}, {1: [10]}), ({1: 10, 2: 20}, {1: [10], 2: [5, 15]}),
+                  ({1: 10, 2: 21}, {1: [10], 2: [5, 15, 1]}), ({2: 21}, {2: [5, 15, 1]})]
         for _ in range(12):
             service.cycle()
             orders, lines = _state(spark)
             seen.append((orders, lines))
-            assert (orders, lines) in [({1: 10}, {1: [10]}), ({1: 10, 2: 20}, {1: [10], 2: [5, 15]}),
-                                       ({1: 10, 2: 21}, {1: [10], 2: [5, 15, 1]}), ({2: 21}, {2: [5, 15, 1]})], seen
-            if orders == {2: 21}:
+            settled.append(_settled_state(spark))
+            assert (orders, lines) in passed, seen
+            # The bases at the settled cut: a state the source passed through too, never half a transaction.
+            assert settled[-1] in passed or settled[-1] is None, (settled, service.settled.lagging)
+            if orders == {2: 21} and settled[-1] == (orders, lines):
                 break
         assert _state(spark) == ({2: 21}, {2: [5, 15, 1]})
+        assert settled[-1] == _state(spark), (settled, service.settled.lagging)
+        # zync_settled_cut reads the same, from the bases alone.
+        (compiled,) = project.dbt("compile", "--inline", SETTLED_READ).results
+        assert "version as of" in compiled.node.compiled_code and "raw_txrun" not in compiled.node.compiled_code
+        assert _rows_state(spark.sql(compiled.node.compiled_code)) == _state(spark)
         connector = f"{RUN_PREFIX}.transaction"
         assert service.metrics.cut_waiting.labels(connector)._value.get() == 0
         committed_s = service.metrics.cut_committed.labels(connector)._value.get()
@@ -234,6 +244,7 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
     monkeypatch.setenv("ZYNC_PROJECT_DIR", str(project.path))
     statuses = {s.model: s for s in etl_status.collect(target, [project.path / "transforms" / "db.yml"])}
     assert f"after transaction {row['transaction']}" in statuses["txrun_orders"].cut
+    assert f"its base settled at transaction {row['transaction']}," in statuses["txrun_orders"].cut
     assert "stops at the cut of txrun.transaction" in etl_status.render(list(statuses.values()))
 
     # `zync from-kafka` of the connector's topics takes its transaction topic along and moves the cut too.
@@ -261,6 +272,37 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
     assert _state_at(project, spark, at=f"timestamp'{newest}'") == states[-1]
 
 
+SETTLED_READ = ("{%- set at = zync_settled_cut('txrun.transaction') %}"
+                "select 'order' as side, id, total as value, 0 as line from {{ at['txrun_orders'] }} "
+                "union all select 'line', order_id, qty, id from {{ at['txrun_lines'] }}")
+
+
+def _settled_state(spark) -> tuple[dict[int, int], dict[int, list[int]]] | None:
+    """_state's two mirrors at the newest settled cut: each base as of the version recorded for it (None: none yet)."""
+    if not spark.catalog.tableExists("zync.raw_txrun__settled"):
+        return None
+    newest = spark.sql("select versions from zync.raw_txrun__settled order by end_offset desc limit 1").first()
+    if newest is None:
+        return None
+    versions = newest["versions"]
+    return _rows_state(spark.sql(
+        f"select 'order' as side, id, total as value, 0 as line from zync.txrun_orders__base "
+        f"version as of {versions['zync.txrun_orders']} "
+        f"union all select 'line', order_id, qty, id from zync.txrun_lines__base "
+        f"version as of {versions['zync.txrun_lines']}"))
+
+
+def _rows_state(frame) -> tuple[dict[int, int], dict[int, list[int]]]:
+    orders: dict[int, int] = {}
+    lines: dict[int, list[int]] = {}
+    for r in frame.orderBy("side", "line").collect():
+        if r["side"] == "order":
+            orders[r["id"]] = r["value"]
+        else:
+            lines.setdefault(r["id"], []).append(r["value"])
+    return orders, lines
+
+
 def _state_at(project, spark, **cut) -> tuple[dict[int, int], dict[int, list[int]]]:
     """_state's two mirrors as they stood at one past cut: zync_mirror_at_cut, compiled by dbt and run."""
     arguments = ", ".join(f"{name}={value!r}" for name, value in cut.items())
@@ -269,11 +311,4 @@ def _state_at(project, spark, **cut) -> tuple[dict[int, int], dict[int, list[int
            "select 'order' as side, id, total as value, 0 as line from orders "
            "union all select 'line', order_id, qty, id from lines")
     (result,) = project.dbt("compile", "--inline", sql).results
-    orders: dict[int, int] = {}
-    lines: dict[int, list[int]] = {}
-    for r in spark.sql(result.node.compiled_code).orderBy("side", "line").collect():
-        if r["side"] == "order":
-            orders[r["id"]] = r["value"]
-        else:
-            lines.setdefault(r["id"], []).append(r["value"])
-    return orders, lines
+    return _rows_state(spark.sql(result.node.compiled_code))

@@ -143,3 +143,41 @@ def test_a_pooled_mirror_is_not_starved_of_growth_folds_by_raw_tables_that_grow_
     assert set(policy.choose(due, [pooled, plain], ran_at)) == {"p"}
     ran_at["p"] = due.pop("p")
     assert set(policy.choose({**due, "p": {"zync.raw_pool": at(12)}}, [pooled, plain], ran_at)) == {"a"}
+
+
+class PoolVersions(FakeVersions):
+    """A raw pool whose every commit adds `rows[topic]` rows of each topic."""
+
+    def __init__(self, bases: set[str], rows: dict[str, int]):
+        super().__init__(bases)
+        self.topic_rows = rows
+
+    def growth(self, name, since, until, topic=None):
+        grown = super().growth(name, since, until, topic)
+        return grown and Growth(grown.commits, self.topic_rows.get(topic, 0) * grown.commits, grown.schema_changed)
+
+
+def at_cut(name: str, connector: str | None) -> ZyncModel:
+    return ZyncModel(name, f"zync.{name}", None, (RawInput(f"pg.public.{name}", "zync.raw_pool",
+                                                            pool_view=f"zync.raw_{name}"),), cut_of=connector)
+
+
+def test_with_settled_cuts_a_connectors_mirrors_fold_together_when_one_folds_or_they_are_to_settle():
+    models = [at_cut("orders", "pg.transaction"), at_cut("lines", "pg.transaction"), at_cut("notes", "pg.transaction"),
+              at_cut("audit", None), at_cut("other", "other.transaction")]
+    rows = {"pg.public.orders": 30, "pg.public.lines": 2, "pg.public.audit": 2, "pg.public.other": 2}
+    policy = FoldPolicy(PoolVersions({f"zync.{m.name}__base" for m in models}, rows), after_rows=25, per_cycle=4)
+    ran_at = {m.name: {"zync.raw_pool": at(0)} for m in models}
+    due = {m.name: {"zync.raw_pool": at(1)} for m in models}
+    # orders grew past its threshold; lines grew a little and folds with it, to the same cut; notes (no row of
+    # its topic since its fold) holds that cut already; the mirrors of no cut or another's wait their turn.
+    assert set(policy.choose(due, models, ran_at, settling=set())) == {"orders", "lines"}
+    # a base found not to hold the cut folds with them, grown or not
+    assert set(policy.choose(due, models, ran_at, settling=set(), lagging={"notes"})) == {"orders", "lines", "notes"}
+    # settled cuts off: the connector's mirrors fold as any others
+    assert set(policy.choose(due, models, ran_at)) == {"orders"}
+    # none due by growth: a connector to settle folds every mirror of it that grew, and those lagging
+    policy.after_rows = 1_000
+    assert set(policy.choose(due, models, ran_at, settling=set())) == set()
+    assert set(policy.choose(due, models, ran_at, settling={"pg.transaction"})) == {"orders", "lines"}
+    assert set(policy.choose(due, models, ran_at, settling={"other.transaction"})) == {"other"}

@@ -28,6 +28,10 @@
   - otherwise: the last change per key past the base's cursor as a cached
     temporary view, then one MERGE (see zync_mirror_merge_sql) = one Delta
     commit, which carries the cursor past the changes;
+  - a mirror at its connector's transaction cut (`consistency: transaction`)
+    takes the changes up to the cut as it stood when the run began
+    (zync_mirror_cut_cursor), and its cursor moves to that cut: the bases
+    of the connector folded in one run hold one cut exactly;
   - then the view, with the new cursor as literals. Between the MERGE's
     commit and the view's replacement the old view shows the same rows (see
     zync_mirror_view_sql). The view inlines the model's select rather than
@@ -49,6 +53,8 @@
   {%- set changes_relation = this.incorporate(path={"identifier": this.identifier ~ '__zync_changes'}).include(database=false, schema=false) -%}
   {%- set rows = zync_mirror_rows_relation(this) -%}
   {%- set full = existing_relation is none or should_full_refresh() -%}
+  {#- A mirror at its connector's cut folds up to the cut as it stands now, and no further. -#}
+  {%- set cut = zync_mirror_cut_cursor(settings.topic) -%}
   {#- The cursor is read first, as dbt renders a model before its pre-hooks: a run that another
       commits beside after this read writes nothing (zync_mirror_unmoved_cursor). -#}
   {%- set after = zync_mirror_cursor(target_relation) if not full else none -%}
@@ -62,6 +68,7 @@
   {%- endcall -%}
   {%- set key = zync_mirror_key_names(zync_mirror_source(), settings.primary_key) -%}
   {%- set columns = zync_mirror_columns(rows, key, settings.get('columns') == 'after') -%}
+  {%- set folded_rows = rows if cut is none else '(select * from ' ~ rows ~ ' where ' ~ zync_mirror_upto_filter(cut) ~ ') as `_zync_rows`' -%}
 
   {%- if zync_mirror_defers_base(existing_relation) -%}
     {#- Only the view: the last change per key of every raw change, what a first build's base would hold.
@@ -73,12 +80,12 @@
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [view_relation]}) }}
   {%- elif full -%}
-    {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) -%}
+    {%- set cursor = zync_mirror_source_cursor(zync_mirror_source(), settings.topic) if cut is none else cut -%}
     {%- call zync_mirror_commit_carrying(target_relation, cursor) -%}
-      {{ create_table_as(False, target_relation, zync_mirror_changes(rows, key, columns, settings.delete)) }}
+      {{ create_table_as(False, target_relation, zync_mirror_changes(folded_rows, key, columns, settings.delete)) }}
     {%- endcall -%}
   {%- else -%}
-    {%- set changes_sql = zync_mirror_changes(rows, key, columns, settings.delete, after=after, keep_deletes=true) -%}
+    {%- set changes_sql = zync_mirror_changes(folded_rows, key, columns, settings.delete, after=after, keep_deletes=true) -%}
     {%- call statement('create_changes') -%}
       {{ create_table_as(True, changes_relation, changes_sql) }}
     {%- endcall -%}
@@ -97,6 +104,9 @@
     {%- set merged = zync_mirror_evolve_schema(target_relation, changes_relation,
                                               zync_after_defaults(zync_mirror_source()) if zync_mirror_columns_are_after(columns) else {}) -%}
     {%- set cursor = zync_mirror_next_cursor(read_from, changes_relation) -%}
+    {%- for partition, offset in (cut or {}).items() -%}
+      {%- do cursor.update({partition: [offset, cursor.get(partition, -1) | int] | max}) -%}
+    {%- endfor -%}
     {#- The changes' keys written into the MERGE (zync_mirror_key_filter) only up to a number of them:
         each of the MERGE's plans carries the list, and at 100,000 keys planning cost more than the
         filter saved (bench/mirror_merge.py: 20-23 s against 10-11 s at 1,000,000 rows; at 10,000

@@ -59,14 +59,14 @@
   {%- if not found_rows -%}
     {%- do exceptions.raise_compiler_error("zync_mirror_at_cut: connector " ~ meta.zync_transactions ~ " has no cut " ~ (("at position " ~ cut) if cut is not none else ("committed at or before " ~ at)) ~ " in " ~ cuts) -%}
   {%- endif -%}
-  {%- set terms = [] -%}
+  {%- set offsets = {} -%}
   {%- for row in found_rows if row[1] is not none -%}
-    {%- do terms.append('(`_zync_kafka`.`partition` = ' ~ (row[1] | int) ~ ' and `_zync_kafka`.`offset` <= ' ~ (row[2] | int) ~ ')') -%}
+    {%- do offsets.update({row[1] | string: row[2] | int}) -%}
   {%- endfor -%}
   {%- set rows = zync_mirror_rows_relation(mirror_relation) -%}
   {%- set key = zync_mirror_key_names(source_relation, settings.primary_key) -%}
   {%- set columns = zync_mirror_columns(rows, key, settings.get('columns') == 'after') -%}
-  {%- set upto = '(select * from ' ~ rows ~ ' where ' ~ (terms | join('\n    or ') if terms else 'false') ~ ') as `_zync_rows`' -%}
+  {%- set upto = '(select * from ' ~ rows ~ ' where ' ~ zync_mirror_upto_filter(offsets) ~ ') as `_zync_rows`' -%}
   {{ return('-- ' ~ mirror ~ ' at cut ' ~ found_rows[0][0] ~ ' of ' ~ meta.zync_transactions ~ '\n'
             ~ zync_mirror_compact_sql(zync_mirror_changes(upto, key, columns, settings.delete))) }}
 {%- endmacro %}

@@ -1,0 +1,153 @@
+"""Settled cuts: a connector's transaction cut that every base of its mirrors holds exactly, recorded with
+the bases' Delta versions, so that a reader takes all of them at one whole transaction from the bases alone.
+
+A mirror at its connector's cut (`consistency: transaction`) is a view: its base plus the raw pool's
+changes past the base's cursor, up to the cut. Always fresh, but a query over a few of them plans and
+runs that merge for each, seconds a query (docs/benchmarks.md, "Reading the mirrors at the cut"). Its
+folds take the changes up to the cut as it stands and move the base's cursor exactly there
+(macros/mirror/cursor/zync_mirror_cut_cursor.sql), and a connector's mirrors fold together
+(service/folds.py). After such a cycle every base holds the same cut: each base's cursor equals the
+cut's offsets of its topic (a base whose topic gained nothing since its last fold holds it already).
+`zync run` then appends the cut and every base's version to `<pool>__settled` (zync/transactions.py:
+SETTLED_COLUMNS). Reading each base `VERSION AS OF` its version (macro zync_settled_cut) gives every
+mirror of the connector at that one whole transaction: plain Delta reads, no pool scan, no merge, as
+fresh as the last cycle that folded.
+
+What a base holds is read from its own log, not from what this process ran: the cursor its newest commit
+that changed rows carries (macros/mirror/cursor/zync_mirror_cursor_metadata.sql), so a hand-run dbt or
+another writer in between makes the check fail, never pass wrongly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from zync.delta_metadata import commit_texts
+from zync.transactions import SETTLED_COLUMNS, Cut, settled_table_name
+
+if TYPE_CHECKING:
+    from service.project import ZyncModel
+    from service.versions import TableVersion, TableVersions
+
+# How far back a base's log is walked for the commit carrying its cursor, past commits that change no
+# row (a compaction, a property set): the mirror's own fold commits every time it moves.
+CURSOR_LOOK_BACK = 20
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A settled cut: the connector's cut, and each mirror's (database.name) base version holding it."""
+
+    connector: str
+    cut: Cut
+    versions: dict[str, int]
+
+
+def topic_cursor(cut: Cut, topic: str) -> dict[str, int]:
+    """The cut's offsets of one topic as a mirror's cursor is written: {partition (text): offset}."""
+    return {str(partition): offset for (t, partition), offset in cut.offsets.items() if t == topic}
+
+
+def carried_cursor(mirror: str, commits: Iterable[tuple[int, list[str]]]) -> tuple[int, dict[str, int]] | None:
+    """(version, cursor) of the newest of `commits` (newest first) carrying `mirror`'s cursor, passing over
+    commits that change no row; None when a commit that may have changed rows comes first (a restore, a
+    hand-run DELETE), or none carries it."""
+    for version, texts in commits:
+        changes_rows = False
+        for text in texts:
+            action = json.loads(text)
+            if "commitInfo" in action:
+                stored = _json(action["commitInfo"].get("userMetadata"))
+                if isinstance(stored, dict) and stored.get("zync_mirror") == mirror:
+                    return version, {str(p): int(o) for p, o in (stored.get("cursor") or {}).items()}
+            for kind in ("add", "remove"):
+                if kind in action and action[kind].get("dataChange", True):
+                    changes_rows = True
+        if changes_rows:
+            return None
+    return None
+
+
+def _json(text: str | None) -> object:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+class SettledCuts:
+    """Checks, after a cycle's folds, whether each connector's mirrors hold its cut, and records it."""
+
+    def __init__(self, spark, versions: "TableVersions"):
+        self.spark = spark
+        self.versions = versions
+        self.recorded: dict[str, Cut] = {}  # connector -> the cut last recorded here
+        self.settled_at: dict[str, float] = {}  # connector -> when (monotonic) its bases last held its cut
+        self.lagging: set[str] = set()  # mirrors whose bases did not hold their connector's cut at the last check
+        self._checked: dict[str, tuple] = {}  # connector -> (cut, base versions) of its last check
+        self.tables: set[str] = set()  # the settled tables written here (database.table)
+
+    def due(self, connectors: set[str], every_s: float) -> set[str]:
+        """The connectors whose mirrors should all fold now: none settled here for `every_s`."""
+        now = time.monotonic()
+        return {c for c in connectors if now - self.settled_at.get(c, float("-inf")) >= every_s}
+
+    def after_folds(self, pool: str, connector: str, cut: Cut, mirrors: list["ZyncModel"]) -> Settled | None:
+        """Record the connector's cut in `<pool>__settled` if every mirror's base holds it exactly and it is
+        not the last recorded; the settled cut, or None. The initial snapshot, whole, is a cut too (END
+        offset -1, before every transaction)."""
+        if not mirrors or (cut.end_offset < 0 and not cut.offsets):
+            return None  # no cut yet: the initial snapshot is not whole
+        if self.recorded.get(connector) == cut:
+            self.settled_at[connector] = time.monotonic()  # still held: nothing moved the cut since
+            return None
+        bases = {m.name: self.versions.version(m.table) for m in mirrors}
+        state = (cut, tuple(sorted(bases.items())))
+        if self._checked.get(connector) == state:
+            return None  # nothing moved since it was found not to hold
+        self._checked[connector] = state
+        versions, lagging = {}, set()
+        for mirror in mirrors:
+            held = self._held(mirror, bases[mirror.name])
+            if held is None or held[1] != topic_cursor(cut, mirror.inputs[0].topic):
+                lagging.add(mirror.name)
+            else:
+                versions[mirror.relation] = held[0]
+        self.lagging = (self.lagging - {m.name for m in mirrors}) | lagging
+        if lagging:
+            return None
+        settled = Settled(connector, cut, versions)
+        self._append(settled_table_name(pool), settled)
+        self.recorded[connector] = cut
+        self.settled_at[connector] = time.monotonic()
+        return settled
+
+    def _held(self, mirror: "ZyncModel", version: "TableVersion | None") -> tuple[int, dict[str, int]] | None:
+        location = self.versions.location(mirror.table)
+        if version is None or location is None:
+            return None
+        try:
+            newest_first = ((v, texts) for first in range(version.version, max(-1, version.version - CURSOR_LOOK_BACK), -1)
+                            for v, texts in commit_texts(self.spark, location, first, first))
+            return carried_cursor(mirror.relation, newest_first)
+        except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known, not settled
+            return None
+
+    def _append(self, table: str, settled: Settled) -> None:
+        now = datetime.now(timezone.utc)
+        committed = (datetime.fromtimestamp(settled.cut.committed_ms / 1000, tz=timezone.utc)
+                     if settled.cut.committed_ms is not None else None)
+        values = {"connector": settled.connector, "end_offset": settled.cut.end_offset,
+                  "transaction": settled.cut.transaction, "committed_at": committed, "settled_at": now,
+                  "versions": settled.versions}
+        schema = ", ".join(f"`{name}` {kind}" for name, kind in SETTLED_COLUMNS)
+        frame = self.spark.createDataFrame([tuple(values[name] for name, _ in SETTLED_COLUMNS)], schema)
+        frame.write.format("delta").mode("append").saveAsTable(table)
+        self.tables.add(table)
+        self.versions.committed(table)
+
