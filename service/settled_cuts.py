@@ -54,17 +54,20 @@ def topic_cursor(cut: Cut, topic: str) -> dict[str, int]:
 
 
 def carried_cursor(mirror: str, commits: Iterable[tuple[int, list[str]]]) -> tuple[int, dict[str, int]] | None:
-    """(version, cursor) of the newest of `commits` (newest first) carrying `mirror`'s cursor, passing over
-    commits that change no row; None when a commit that may have changed rows comes first (a restore, a
-    hand-run DELETE), or none carries it."""
+    """(version, cursor): the cursor the newest of `commits` (newest first) carrying `mirror`'s carries, past
+    commits that change no row (a compaction, a property set), and the newest version, which holds the same
+    rows: the one a reader is pointed at, whose files a VACUUM keeps. None when a commit that may have
+    changed rows comes first (a restore, a hand-run DELETE), or none carries it."""
+    newest = None
     for version, texts in commits:
+        newest = version if newest is None else newest
         changes_rows = False
         for text in texts:
             action = json.loads(text)
             if "commitInfo" in action:
                 stored = _json(action["commitInfo"].get("userMetadata"))
                 if isinstance(stored, dict) and stored.get("zync_mirror") == mirror:
-                    return version, {str(p): int(o) for p, o in (stored.get("cursor") or {}).items()}
+                    return newest, {str(p): int(o) for p, o in (stored.get("cursor") or {}).items()}
             for kind in ("add", "remove"):
                 if kind in action and action[kind].get("dataChange", True):
                     changes_rows = True
@@ -86,7 +89,7 @@ class SettledCuts:
     def __init__(self, spark, versions: "TableVersions"):
         self.spark = spark
         self.versions = versions
-        self.recorded: dict[str, Cut] = {}  # connector -> the cut last recorded here
+        self.recorded: dict[str, Settled] = {}  # connector -> the settled cut last recorded here
         self.settled_at: dict[str, float] = {}  # connector -> when (monotonic) its bases last held its cut
         self.lagging: set[str] = set()  # mirrors whose bases did not hold their connector's cut at the last check
         self._checked: dict[str, tuple] = {}  # connector -> (cut, base versions) of its last check
@@ -98,14 +101,11 @@ class SettledCuts:
         return {c for c in connectors if now - self.settled_at.get(c, float("-inf")) >= every_s}
 
     def after_folds(self, pool: str, connector: str, cut: Cut, mirrors: list["ZyncModel"]) -> Settled | None:
-        """Record the connector's cut in `<pool>__settled` if every mirror's base holds it exactly and it is
-        not the last recorded; the settled cut, or None. The initial snapshot, whole, is a cut too (END
+        """Record the connector's cut in `<pool>__settled` if every mirror's base holds it exactly, unless the
+        same cut at the same versions was the last recorded; the settled cut recorded, or None. The initial snapshot, whole, is a cut too (END
         offset -1, before every transaction)."""
         if not mirrors or (cut.end_offset < 0 and not cut.offsets):
             return None  # no cut yet: the initial snapshot is not whole
-        if self.recorded.get(connector) == cut:
-            self.settled_at[connector] = time.monotonic()  # still held: nothing moved the cut since
-            return None
         bases = {m.name: self.versions.version(m.table) for m in mirrors}
         state = (cut, tuple(sorted(bases.items())))
         if self._checked.get(connector) == state:
@@ -122,9 +122,13 @@ class SettledCuts:
         if lagging:
             return None
         settled = Settled(connector, cut, versions)
-        self._append(settled_table_name(pool), settled)
-        self.recorded[connector] = cut
         self.settled_at[connector] = time.monotonic()
+        if self.recorded.get(connector) == settled:
+            return None  # recorded already: nothing moved since
+        # A base compacted since the last row holds the same cut at a newer version: recorded again, so the
+        # newest row names versions whose files VACUUM keeps.
+        self._append(settled_table_name(pool), settled)
+        self.recorded[connector] = settled
         return settled
 
     def _held(self, mirror: "ZyncModel", version: "TableVersion | None") -> tuple[int, dict[str, int]] | None:

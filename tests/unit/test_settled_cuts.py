@@ -20,10 +20,12 @@ def test_the_cursor_is_the_newest_commit_of_the_mirrors_own_past_those_that_chan
     fold = commit({"zync_mirror": "zync.orders", "cursor": {"0": 41, "1": 7}})
     optimize = commit(data_change=False, operation="OPTIMIZE")
     properties = commit(data_change=None, operation="SET TBLPROPERTIES")
-    assert carried_cursor("zync.orders", [(9, optimize), (8, properties), (7, fold)]) == (7, {"0": 41, "1": 7})
+    # the newest version holds the fold's rows: readers are pointed there (its files are the ones VACUUM keeps)
+    assert carried_cursor("zync.orders", [(9, optimize), (8, properties), (7, fold)]) == (9, {"0": 41, "1": 7})
+    assert carried_cursor("zync.orders", [(7, fold)]) == (7, {"0": 41, "1": 7})
     # another mirror's cursor (a session setting a commit beside it carried) is not this one's
     other = commit({"zync_mirror": "zync.lines", "cursor": {"0": 3}}, data_change=None)
-    assert carried_cursor("zync.orders", [(9, other), (8, fold)]) == (8, {"0": 41, "1": 7})
+    assert carried_cursor("zync.orders", [(9, other), (8, fold)]) == (9, {"0": 41, "1": 7})
 
 
 def test_a_commit_that_may_have_changed_rows_first_means_the_cursor_is_not_known():
@@ -37,3 +39,55 @@ def test_a_cuts_offsets_of_one_topic_as_a_cursor():
     cut = Cut(12, "7", 1000, {("pg.public.orders", 0): 41, ("pg.public.orders", 1): 7, ("pg.public.lines", 0): 3})
     assert topic_cursor(cut, "pg.public.orders") == {"0": 41, "1": 7}
     assert topic_cursor(cut, "pg.public.notes") == {}
+
+
+class Bases:
+    """Mirror bases' logs: table -> commits (each commit's JSON lines), version = index."""
+
+    def __init__(self):
+        self.logs: dict[str, list[list[str]]] = {}
+
+    def version(self, name):
+        from service.versions import TableVersion
+        return TableVersion("t", len(self.logs[name]) - 1) if self.logs.get(name) else None
+
+    def location(self, name):
+        return name if name in self.logs else None
+
+    def committed(self, name):
+        pass
+
+
+def test_a_cut_is_recorded_once_every_base_holds_it_and_again_when_a_compaction_moves_a_base(monkeypatch):
+    from service import settled_cuts
+    from service.project import RawInput, ZyncModel
+
+    bases = Bases()
+    monkeypatch.setattr(settled_cuts, "commit_texts", lambda _spark, location, start, end: [
+        (v, bases.logs[location][v]) for v in range(start, end + 1)])
+    written = []
+    cuts = settled_cuts.SettledCuts(None, bases)
+    monkeypatch.setattr(cuts, "_append", lambda table, settled: written.append((table, settled.versions)))
+    mirrors = [ZyncModel(t, f"zync.pg_{t}", None, (RawInput(f"pg.public.{t}", "zync.raw_pg", pool_view=f"zync.raw_{t}"),),
+                         cut_of="pg.transaction") for t in ("orders", "lines")]
+    cut = Cut(5, "9", 1000, {("pg.public.orders", 0): 41, ("pg.public.lines", 0): 12})
+
+    def fold(t, offset):
+        bases.logs.setdefault(f"zync.pg_{t}__base", []).append(commit({"zync_mirror": f"zync.pg_{t}", "cursor": {"0": offset}}))
+
+    fold("orders", 41)
+    fold("lines", 10)  # folded at an earlier cut: lines lags
+    assert cuts.after_folds("zync.raw_pg", "pg.transaction", cut, mirrors) is None
+    assert cuts.lagging == {"lines"} and written == []
+    fold("lines", 12)
+    settled = cuts.after_folds("zync.raw_pg", "pg.transaction", cut, mirrors)
+    assert settled.versions == {"zync.pg_orders": 0, "zync.pg_lines": 1} and cuts.lagging == set()
+    assert written == [("zync.raw_pg__settled", {"zync.pg_orders": 0, "zync.pg_lines": 1})]
+    assert cuts.after_folds("zync.raw_pg", "pg.transaction", cut, mirrors) is None  # nothing moved: once
+    bases.logs["zync.pg_orders__base"].append(commit(data_change=False, operation="OPTIMIZE"))
+    assert cuts.after_folds("zync.raw_pg", "pg.transaction", cut, mirrors).versions == {"zync.pg_orders": 1,
+                                                                                      "zync.pg_lines": 1}
+    # a hand-run DELETE on a base: its cursor no longer vouches for its rows
+    bases.logs["zync.pg_orders__base"].append(commit(operation="DELETE"))
+    assert cuts.after_folds("zync.raw_pg", "pg.transaction", cut, mirrors) is None and cuts.lagging == {"orders"}
+    assert len(written) == 2
