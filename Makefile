@@ -144,8 +144,8 @@ chaos-run: setup
 # the mirrors' views (cut off, cut on) and the bases at the settled cut. The workload runs ZYNC_TORN_SECONDS
 # (120 by default), and on until ZYNC_TORN_READS reads at the settled cut (10,000 by default) and
 # ZYNC_TORN_VIEW_READS of the views at the cut (15) were made while it ran: give it the seconds those take
-# (a read at the settled cut 2.4-3.4 s beside `zync run` on a 2-core machine, of the views 20-40 s:
-# docs/benchmarks.md). It prints every side's reads, torn reads and the settled cuts read.
+# (on a 2-core machine, with both readers and `zync run` at once: 13 s a read at the settled cut, 55 s of
+# the views; docs/benchmarks.md). It prints every side's reads, torn reads and the settled cuts read.
 torn-reads: setup
 	$(BIN)/pytest -p no:cacheprovider -m campaign -s tests/debezium/test_torn_reads.py
 

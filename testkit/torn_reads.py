@@ -44,8 +44,9 @@ create procedure workload(seconds float8, rate float8, seed float8) language plp
 declare
   deadline timestamptz := clock_timestamp() + seconds * interval '1 second';
   n bigint := 0;
-  next_order int := 1;
-  next_line int := 2;
+  -- on from the ids the database holds: a second call goes on where the first left off
+  next_order int := (select coalesce(max(id), 1) from orders);
+  next_line int := (select coalesce(max(id), 2) from lines);
   lines_of int;
   change bigint;
   debited int;
