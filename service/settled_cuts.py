@@ -102,8 +102,8 @@ class SettledCuts:
 
     def after_folds(self, pool: str, connector: str, cut: Cut, mirrors: list["ZyncModel"]) -> Settled | None:
         """Record the connector's cut in `<pool>__settled` if every mirror's base holds it exactly, unless the
-        same cut at the same versions was the last recorded; the settled cut recorded, or None. The initial snapshot, whole, is a cut too (END
-        offset -1, before every transaction)."""
+        same cut at the same versions was the last recorded; the settled cut recorded, or None. The initial
+        snapshot, whole, is a cut too (END offset -1, before every transaction)."""
         if not mirrors or (cut.end_offset < 0 and not cut.offsets):
             return None  # no cut yet: the initial snapshot is not whole
         bases = {m.name: self.versions.version(m.table) for m in mirrors}
