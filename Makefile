@@ -141,11 +141,12 @@ chaos-run: setup
 # Torn reads (tests/debezium/test_torn_reads.py, marker `campaign`; `make test` checks the cut with
 # tests/debezium/test_transaction_cut.py instead): readers query a connector's mirrors without pause while
 # `zync run --settle-every 5s` moves multi-table transactions, with and without `consistency: transaction`:
-# the mirrors' views (cut off, cut on) and the bases at the settled cut. The workload runs ZYNC_TORN_SECONDS
-# (120 by default), and on until ZYNC_TORN_READS reads at the settled cut (10,000 by default) and
-# ZYNC_TORN_VIEW_READS of the views at the cut (15) were made while it ran: give it the seconds those take
-# (on a 2-core machine, with both readers and `zync run` at once: 13 s a read at the settled cut, 55 s of
-# the views; docs/benchmarks.md). It prints every side's reads, torn reads and the settled cuts read.
+# the mirrors' views (cut off, cut on) and the bases at the settled cut, in Spark and with delta-rs. The
+# workload runs ZYNC_TORN_SECONDS (120 by default), and on until ZYNC_TORN_READS reads at the settled cut
+# with delta-rs (10,000 by default), ZYNC_TORN_SPARK_READS in Spark (20) and ZYNC_TORN_VIEW_READS of the
+# views at the cut (15) were made while it ran (on a 2-core machine, with every reader and `zync run` at
+# once, Spark's reads take 13 s at the settled cut and 55 s of the views; docs/benchmarks.md). It prints
+# every side's reads, torn reads and the settled cuts read.
 torn-reads: setup
 	$(BIN)/pytest -p no:cacheprovider -m campaign -s tests/debezium/test_torn_reads.py
 

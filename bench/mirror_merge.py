@@ -57,7 +57,7 @@ os.environ.setdefault("ZYNC_S3_PORT", os.environ.get("BENCH_S3_PORT", "26590"))
 os.environ["ZYNC_PROJECT_DIR"] = str(ROOT)
 sys.path.insert(0, str(ROOT))
 
-from service.project import MIRROR_BASE_SUFFIX  # noqa: E402 - after the path
+from zync.tables import MIRROR_BASE_SUFFIX  # noqa: E402 - after the path
 from testkit.scratch import drop_relation  # noqa: E402
 
 TOPIC = "BenchAccounts"

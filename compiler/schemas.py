@@ -12,6 +12,7 @@ import os
 from typing import Any, Callable
 
 from zync.delta_metadata import schema_without_spark
+from zync.storage import managed_table_uri
 
 Schema = dict[str, Any]
 SchemaSource = Callable[[str], "Schema | None"]
@@ -25,7 +26,7 @@ def delta_table_schemas(warehouse: str | os.PathLike[str], database: str) -> Sch
     """
 
     def lookup(table: str) -> Schema | None:
-        return schema_without_spark(f"{os.fspath(warehouse).rstrip('/')}/{database}.db/{table}")
+        return schema_without_spark(managed_table_uri(warehouse, database, table))
 
     return lookup
 

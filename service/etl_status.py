@@ -29,7 +29,8 @@ from compiler.spec import load_transform
 from zync import kafka_client
 from service.failures import Failures, failures_file
 from service.freshness import freshness_file, read_freshness
-from service.project import MIRROR_BASE_SUFFIX, DbtProject
+from service.project import DbtProject
+from zync.tables import MIRROR_BASE_SUFFIX
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.spark import spark_session

@@ -26,13 +26,11 @@ from dbt.cli.main import dbtRunner
 from zync.errors import ZyncError
 from zync.ingest_options import TOLERANCE_META
 from zync.pools import POOL_META
+from zync.tables import MIRROR_BASE_SUFFIX
 from zync.transactions import TRANSACTIONS_META, TRANSACTIONS_OF_META
 
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
-# A mirror's name is a view; the Delta table its runs fold into is this suffix after it
-# (macros/mirror/materialization/zync_mirror_base_suffix.sql).
-MIRROR_BASE_SUFFIX = "__base"
 # zync run's own dbt artifacts, apart from a hand-run dbt's target/ (both may run at once).
 TARGET_PATH = Path("target") / "zync-run"
 RELATION_NAMES_ONLY = "ZYNC_RELATION_NAMES_ONLY"  # read by macros/admin/spark__list_relations_without_caching.sql

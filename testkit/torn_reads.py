@@ -12,8 +12,8 @@ them:
 `workload(seconds, rate)` is a procedure run inside PostgreSQL (one psql call, a COMMIT per
 transaction), so the rate does not depend on a client's round trips.
 
-A read is ONE query over the four mirrors (one Spark query resolves every table once); it counts
-what the source never had: a balance total other than the constant, an order whose total is not its
+A read is ONE query over the four mirrors (one Spark query resolves every table once; without Spark,
+delta-rs reads each base at the version recorded for the settled cut); it counts what the source never had: a balance total other than the constant, an order whose total is not its
 lines' sum, lines without their order.
 """
 
@@ -124,6 +124,25 @@ def settled_invariant_query(schema: str, pool: str, connector: str, mirror_prefi
     return query
 
 
+def settled_delta_rs_read(warehouse: str, schema: str, pool: str, connector: str,
+                          mirror_prefix: str) -> Callable[[], dict | None]:
+    """One read of the same invariants at the newest settled cut without Spark: delta-rs over the bases at
+    their recorded versions (zync/settled_reads.py), as a dashboard or a notebook reads them. None before
+    a first settled cut."""
+    import pyarrow as pa
+
+    from zync.settled_reads import newest_settled_cut
+
+    def read() -> dict | None:
+        cut = newest_settled_cut(warehouse, schema, pool, connector)
+        if cut is None:
+            return None
+        (row,) = pa.table(cut.query(_invariants({t: f"{mirror_prefix}{t}" for t in MIRRORED},
+                                                cut=cut.end_offset))).to_pylist()
+        return row
+    return read
+
+
 def _invariants(m: dict[str, str], cut: int | None = None) -> str:
     return f"""
     select
@@ -161,16 +180,25 @@ class Reads:
 class Reader:
     """Reads each mirror set's invariants in turn, without pause, on a thread of its own, until stopped."""
 
-    def __init__(self, spark, queries: dict[str, str | Callable[[Any], str | None]]):
+    def __init__(self, spark, queries: dict[str, str | Callable[[Any], str | None]] | None = None,
+                 reads: dict[str, Callable[[], dict | None]] | None = None):
         """`queries`: name -> the invariant query, or a function of the reader's session giving it (None:
-        nothing to read yet)."""
+        nothing to read yet), read on a Spark session of the reader's own. `reads`: name -> a read without
+        Spark, giving the invariants' row (None: nothing to read yet)."""
         # A session of its own, as an analyst's: `zync run` changes its engine session's settings
         # between its steps, and a query planned meanwhile on that session failed in Spark's planner.
-        self.spark, self.queries = spark.newSession(), queries
-        self.reads = {name: Reads() for name in queries}
+        self.spark = spark.newSession() if queries else None
+        self.runs = {name: self._spark_read(query) for name, query in (queries or {}).items()} | (reads or {})
+        self.reads = {name: Reads() for name in self.runs}
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="torn-reads", daemon=True)
+
+    def _spark_read(self, query: str | Callable[[Any], str | None]) -> Callable[[], dict | None]:
+        def read() -> dict | None:
+            sql = query(self.spark) if callable(query) else query
+            return None if sql is None else self.spark.sql(sql).first().asDict()
+        return read
 
     def start(self) -> "Reader":
         self._thread.start()
@@ -178,14 +206,13 @@ class Reader:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            for name, query in self.queries.items():
+            for name, run in self.runs.items():
                 started = time.monotonic()
                 try:
-                    sql = query(self.spark) if callable(query) else query
-                    if sql is None:
+                    row = run()
+                    if row is None:
                         time.sleep(0.2)
                         continue
-                    row = self.spark.sql(sql).first()
                     self.reads[name].seconds += time.monotonic() - started
                 except Exception as e:  # a read that failed is reported, not counted as clean
                     self.errors.append(f"{name}: {' '.join(str(e).splitlines()[:3])[:600]}")

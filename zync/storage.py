@@ -139,6 +139,11 @@ def _profile_credentials() -> dict[str, str]:
         return {}
 
 
+def managed_table_uri(warehouse: str | os.PathLike[str], database: str, table: str) -> str:
+    """Where the catalog keeps managed table `database.table` of a warehouse (a folder or an object store)."""
+    return f"{os.fspath(warehouse).rstrip('/')}/{database}.db/{table}"
+
+
 def delta_rs_table(uri: str) -> tuple[str, dict[str, str]]:
     """The URI and storage options delta-rs (`deltalake`) opens a table at `uri` with: the same
     store, endpoint and credentials as Spark's and Arrow's."""

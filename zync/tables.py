@@ -9,6 +9,9 @@ from zync.errors import ZyncError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 DEAD_LETTERS_SUFFIX = "__dead_letters"
+# A mirror's name is a view; the Delta table its runs fold into is this suffix after it
+# (macros/mirror/materialization/zync_mirror_base_suffix.sql).
+MIRROR_BASE_SUFFIX = "__base"
 
 
 def snake(name: str) -> str:

@@ -8,16 +8,19 @@ own); the `<name>on` connector's go to a raw pool with `consistency: transaction
 connector's cut). The same workload, engine and reader (a session of its own on the engine): with
 the cut off the reader meets states the source never had; with it on, none.
 
-Readers, each a session of its own on the engine: one queries the mirrors' views, cut off and cut on,
-in turn; the other the `<name>on` mirrors' bases at the connector's settled cut (`zync run --settle-every`:
-each base as of the version recorded for the newest cut they all hold, service/settled_cuts.py).
+Three readers, each on a thread of its own. Two are sessions of their own on the engine: one queries the
+mirrors' views, cut off and cut on, in turn; the other the `<name>on` mirrors' bases at the connector's
+settled cut (`zync run --settle-every`: each base as of the version recorded for the newest cut they all
+hold, service/settled_cuts.py). The third reads the same bases at the same settled cut without Spark, with
+delta-rs (zync/settled_reads.py), milliseconds a read: the reader that makes 10,000 reads in minutes.
 
 `make torn-reads` runs it (marker `campaign`): the workload for ZYNC_TORN_SECONDS (120 by default), and
-on until ZYNC_TORN_READS reads at the settled cut (10,000 by default) and ZYNC_TORN_VIEW_READS of the views
-at the cut (15) were made while it ran; the reads at the settled cut must have seen it move. `make test`
-does not: a read of the four mirrors' views at the cut takes 12-13 s idle and 20-40 s while `zync run`
-cycles beside it, at the settled cut 1.2-1.5 s and 2.4-3.4 s (tests/debezium/test_pooled_read_profile.py,
-2026-12-06, a 2-core 24 GiB Linux host; docs/benchmarks.md, "Reading the mirrors at the settled cut").
+on until ZYNC_TORN_READS reads at the settled cut by delta-rs (10,000 by default), ZYNC_TORN_SPARK_READS
+by Spark (20) and ZYNC_TORN_VIEW_READS of the views at the cut (15) were made while it ran; the reads at
+the settled cut must have seen it move. `make test` does not: a read of the four mirrors' views at the
+cut takes 12-13 s idle and 20-40 s while `zync run` cycles beside it, at the settled cut 1.2-1.5 s and
+2.4-3.4 s in Spark (tests/debezium/test_pooled_read_profile.py, 2026-12-06, a 2-core 24 GiB Linux host;
+docs/benchmarks.md, "Reading the mirrors at the settled cut").
 The suite's check of the same guarantee is tests/debezium/test_transaction_cut.py (every mirror, and
 the bases at the settled cut, read after each `zync run` cycle, transactions read half and whole).
 """
@@ -89,7 +92,9 @@ def sources_and_project(debezium, target, spark, tmp_path, name: str):
 
 
 def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, seconds: float, rate: float,
-                             least_reads: int, least_view_reads: int) -> dict[str, torn_reads.Reads]:
+                             least: dict[str, int]) -> dict[str, torn_reads.Reads]:
+    """The workload read by every reader until each reader named in `least` made that many reads while
+    the source changed: {"on": views at the cut, "settled": Spark at the settled cut, "delta-rs": ...}."""
     database, sets, project = sources_and_project(debezium, target, spark, tmp_path, name)
     log = Progress.for_run(live=False)
     with Service(target, root=project.path, status=log, fold_after_rows=200, settle_every=SETTLE_EVERY_S) as service:
@@ -103,8 +108,13 @@ def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, secon
         # Two readers, each a session of its own: the mirrors' views with the cut off and on, and the bases at
         # the connector's settled cut (a read of plain Delta versions, many times faster than the views').
         reader = torn_reads.Reader(spark, {s: torn_reads.invariant_query("zync", p) for s, p in sets.items()}).start()
+        pool, connector = f"raw_{name}on", f"{name}on.transaction"
         settled_reader = torn_reads.Reader(spark, {"settled": torn_reads.settled_invariant_query(
-            "zync", f"raw_{name}on", f"{name}on.transaction", sets["on"])}).start()
+            "zync", pool, connector, sets["on"])}).start()
+        warehouse = spark.conf.get("spark.sql.warehouse.dir")
+        delta_rs_reader = torn_reads.Reader(spark, reads={"delta-rs": torn_reads.settled_delta_rs_read(
+            warehouse, "zync", pool, connector, sets["on"])}).start()
+        readers = (reader, settled_reader, delta_rs_reader)
         failed: list[Exception] = []
 
         enough = threading.Event()  # the reads asked for were made while the source changed
@@ -122,19 +132,18 @@ def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, secon
         writer = threading.Thread(target=workload, daemon=True)
         writer.start()
         started = said = time.monotonic()
-        deadline = time.monotonic() + seconds + 600 + 5 * least_reads
+        deadline = time.monotonic() + seconds + 600 + 60 * max(least.get("on", 0), least.get("settled", 0))
         while writer.is_alive() and time.monotonic() < deadline and not failed:
             service.cycle()
             # reads count while the source changes, so that the cut moves under them
-            for r in (*reader.reads.values(), *settled_reader.reads.values()):
+            reads = {n: r for each in readers for n, r in each.reads.items()}
+            for r in reads.values():
                 r.while_writing = r.reads
-            if settled_reader.reads["settled"].while_writing >= least_reads \
-                    and reader.reads["on"].while_writing >= least_view_reads:
+            if all(reads[n].while_writing >= count for n, count in least.items()):
                 enough.set()
             if time.monotonic() > said + 15:
                 said = time.monotonic()
-                print(f"{said - started:.0f} s: " + _report({**reader.reads, **settled_reader.reads}),
-                      reader.errors[-1:], settled_reader.errors[-1:], flush=True)
+                print(f"{said - started:.0f} s: " + _report(reads), *(r.errors[-1:] for r in readers), flush=True)
         enough.set()
         assert not failed, failed
         # Every change through: the mirrors end where the source database ends.
@@ -143,29 +152,33 @@ def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, secon
             if all(_mirror_state(spark, p) == expected for p in sets.values()):
                 break
             service.cycle()
-        reads = {**reader.stop(), **settled_reader.stop()}
-    assert not reader.errors, reader.errors[:5]
-    assert not settled_reader.errors, settled_reader.errors[:5]
+        reads = {n: r for each in readers for n, r in each.stop().items()}
+    for each in readers:
+        assert not each.errors, each.errors[:5]
     for prefix in sets.values():
         assert _mirror_state(spark, prefix) == expected, prefix
     return reads
 
 
 def _report(reads: dict[str, torn_reads.Reads]) -> str:
-    return "; ".join(f"{'cut ' + s if s != 'settled' else 'settled cut'}: {r.reads} reads ({r.seconds:.0f} s), "
+    names = {"off": "views, cut off", "on": "views, cut on", "settled": "settled cut, Spark",
+             "delta-rs": "settled cut, delta-rs"}
+    return "; ".join(f"{names[s]}: {r.reads} reads ({r.seconds:.0f} s), "
                      f"{r.torn} torn {r.examples}, {r.while_writing} while the source changed"
                      + (f", {len(r.cuts)} cuts" if r.cuts else "") for s, r in reads.items())
 
 
 @pytest.mark.campaign
 def test_torn_reads_campaign(debezium, target, spark, tmp_path):
-    least = int(os.environ.get("ZYNC_TORN_READS", "10000"))
-    least_views = int(os.environ.get("ZYNC_TORN_VIEW_READS", "15"))
+    least = {"delta-rs": int(os.environ.get("ZYNC_TORN_READS", "10000")),
+             "settled": int(os.environ.get("ZYNC_TORN_SPARK_READS", "20")),
+             "on": int(os.environ.get("ZYNC_TORN_VIEW_READS", "15"))}
     seconds = float(os.environ.get("ZYNC_TORN_SECONDS", "120"))
     reads = torn_reads_while_running(debezium, target, spark, tmp_path, "torncampaign", seconds=seconds, rate=100,
-                                     least_reads=least, least_view_reads=least_views)
+                                     least=least)
     print(_report(reads))
-    assert reads["settled"].while_writing >= least and reads["settled"].torn == 0, _report(reads)
-    assert len(reads["settled"].cuts) > 1, _report(reads)  # the settled cut moved while it was read
-    assert reads["on"].reads >= least_views and reads["on"].torn == 0, _report(reads)
+    for settled in ("delta-rs", "settled"):
+        assert reads[settled].while_writing >= least[settled] and reads[settled].torn == 0, _report(reads)
+        assert len(reads[settled].cuts) > 1, _report(reads)  # the settled cut moved while it was read
+    assert reads["on"].while_writing >= least["on"] and reads["on"].torn == 0, _report(reads)
     assert reads["off"].torn > 0, _report(reads)

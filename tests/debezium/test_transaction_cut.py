@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+
 from ingest.pool import PoolIngest
 from ingest.table import RawTable
 from zync import kafka_client
+from zync.settled_reads import newest_settled_cut
 from zync.tables import raw_table_name
 from zync.transactions import CUT_TAG, Cut, cut_topic, transaction_key
 
@@ -235,6 +238,11 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
         assert "version as of" in compiled.node.compiled_code and "raw_txrun" not in compiled.node.compiled_code
         assert _rows_state(spark.sql(compiled.node.compiled_code)) == _state(spark)
         connector = f"{RUN_PREFIX}.transaction"
+        # So does a reader without Spark: delta-rs over each base at the version recorded for the cut.
+        at = newest_settled_cut(spark.conf.get("spark.sql.warehouse.dir"), "zync", "raw_txrun", connector)
+        assert set(at.versions) == {"zync.txrun_orders", "zync.txrun_lines"}
+        assert _rows_state(pa.table(at.query(BOTH_ROWS.format(orders="txrun_orders", lines="txrun_lines"))).to_pylist()) \
+            == _state(spark)
         assert service.metrics.cut_waiting.labels(connector)._value.get() == 0
         committed_s = service.metrics.cut_committed.labels(connector)._value.get()
     (row,) = spark.table("zync.raw_txrun__cut").collect()
@@ -272,9 +280,6 @@ def test_zync_run_shows_every_mirror_of_a_connector_at_the_same_whole_transactio
     assert _state_at(project, spark, at=f"timestamp'{newest}'") == states[-1]
 
 
-SETTLED_READ = ("{%- set at = zync_settled_cut('txrun.transaction') %}"
-                "select 'order' as side, id, total as value, 0 as line from {{ at['txrun_orders'] }} "
-                "union all select 'line', order_id, qty, id from {{ at['txrun_lines'] }}")
 
 
 def _settled_state(spark) -> tuple[dict[int, int], dict[int, list[int]]] | None:
@@ -285,17 +290,24 @@ def _settled_state(spark) -> tuple[dict[int, int], dict[int, list[int]]] | None:
     if newest is None:
         return None
     versions = newest["versions"]
-    return _rows_state(spark.sql(
-        f"select 'order' as side, id, total as value, 0 as line from zync.txrun_orders__base "
-        f"version as of {versions['zync.txrun_orders']} "
-        f"union all select 'line', order_id, qty, id from zync.txrun_lines__base "
-        f"version as of {versions['zync.txrun_lines']}"))
+    return _rows_state(spark.sql(BOTH_ROWS.format(
+        orders=f"zync.txrun_orders__base version as of {versions['zync.txrun_orders']}",
+        lines=f"zync.txrun_lines__base version as of {versions['zync.txrun_lines']}")))
 
 
-def _rows_state(frame) -> tuple[dict[int, int], dict[int, list[int]]]:
+# Both mirrors' rows in one read: orders (id, total) and lines (order id, qty; by line id).
+BOTH_ROWS = ("select 'order' as side, id, total as value, 0 as line from {orders} "
+                "union all select 'line', order_id, qty, id from {lines}")
+SETTLED_READ = ("{%- set at = zync_settled_cut('txrun.transaction') %}"
+                + BOTH_ROWS.format(orders="{{ at['txrun_orders'] }}", lines="{{ at['txrun_lines'] }}"))
+
+
+def _rows_state(rows) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """_state from BOTH_ROWS' rows: a Spark frame, or a list of dicts."""
     orders: dict[int, int] = {}
     lines: dict[int, list[int]] = {}
-    for r in frame.orderBy("side", "line").collect():
+    rows = rows.collect() if hasattr(rows, "collect") else rows
+    for r in sorted(rows, key=lambda r: (r["side"], r["line"])):
         if r["side"] == "order":
             orders[r["id"]] = r["value"]
         else:
@@ -308,7 +320,6 @@ def _state_at(project, spark, **cut) -> tuple[dict[int, int], dict[int, list[int
     arguments = ", ".join(f"{name}={value!r}" for name, value in cut.items())
     sql = (f"with orders as ({{{{ zync_mirror_at_cut('txrun_orders', {arguments}) }}}}), "
            f"lines as ({{{{ zync_mirror_at_cut('txrun_lines', {arguments}) }}}}) "
-           "select 'order' as side, id, total as value, 0 as line from orders "
-           "union all select 'line', order_id, qty, id from lines")
+           + BOTH_ROWS.format(orders="orders", lines="lines"))
     (result,) = project.dbt("compile", "--inline", sql).results
     return _rows_state(spark.sql(result.node.compiled_code))

@@ -14,7 +14,7 @@ Two processes at once are tried unordered in tests/service/test_run_service.py.
 
 from __future__ import annotations
 
-from service.project import MIRROR_BASE_SUFFIX
+from zync.tables import MIRROR_BASE_SUFFIX
 from tests.etl.scratch import SCHEMA, drop_tables
 from testkit.scratch import make_scratch_project
 from tests.held_run import HeldRun, add_hold_hook, other_dbt_run
