@@ -124,3 +124,45 @@ def transaction_event(status: str, transaction_id_: str, ts_ms: int,
     return {"status": status, "id": transaction_id_, "event_count": sum(counts.values()),
             "data_collections": [{"data_collection": c, "event_count": n} for c, n in counts.items()],
             "ts_ms": ts_ms}
+
+
+# A connector's tables in Connector: an id and a text.
+KEY_FIELDS = [{"name": "id", "type": "int"}]
+ROW_FIELDS = [{"name": "id", "type": "int"}, {"name": "v", "type": ["null", "string"], "default": None}]
+
+
+class Connector:
+    """A Debezium connector's topics with transaction metadata, sent through a test producer (`topic`, `send`,
+    `raw`, `registry`, `flush`): tables a and b (ROW_FIELDS) and its transaction topic."""
+
+    def __init__(self, producer, server: str):
+        self.producer, self.server = producer, server
+        self.tables = {t: producer.topic(topic(server, "public", t)) for t in ("a", "b")}
+        self.transactions = producer.topic(transaction_topic(server))
+        self.ts = 1_000
+
+    def change(self, table: str, row_id: int, xid: int, order: int) -> dict:
+        block = source(self.server, "db", "public", table, self.ts, lsn=xid * 100 + order, tx_id=xid)
+        return event("c", {"id": row_id, "v": f"{table}{row_id}"}, None, block, self.ts,
+                     transaction_block(transaction_id(xid, xid * 100), order, 1))
+
+    def send_change(self, table: str, row_id: int, xid: int, order: int) -> None:
+        self.producer.send(self.tables[table], key_schema(self.server, "public", table, KEY_FIELDS),
+                           value_schema(self.server, "public", table, ROW_FIELDS, transaction=True),
+                           [({"id": row_id}, self.change(table, row_id, xid, order))])
+
+    def send_poison(self, table: str, row_id: int) -> None:
+        """A record whose key decodes and whose value is not Avro in the Confluent wire format."""
+        from zync.wire import encode
+
+        key_writer = self.producer.registry.register(
+            f"{self.tables[table]}-key", key_schema(self.server, "public", table, KEY_FIELDS))
+        self.producer.raw(self.tables[table], encode(key_writer, {"id": row_id}), b"not a change event")
+        self.producer.flush()
+
+    def boundary(self, status: str, xid: int, counts: dict[str, int] | None = None) -> None:
+        """The transaction's BEGIN or END (with its `counts` per table, `public.a`)."""
+        self.ts += 10
+        tid = transaction_id(xid, xid * 100)
+        self.producer.send(self.transactions, TRANSACTION_KEY, TRANSACTION_VALUE,
+                           [({"id": tid}, transaction_event(status, tid, self.ts, counts))])

@@ -9,7 +9,8 @@ rules by time. Marker `campaign` (a measurement, not a check):
 The workload (transfers, orders with lines) runs ZYNC_PROFILE_SECONDS (60) with `zync run` cycling, then
 five reads idle, then reads while a second workload of 60 s runs with `zync run` cycling; each read of the
 mirrors' views is followed by one of the same four mirrors at the connector's settled cut (each base as of
-the version `zync run` recorded for it).
+the version `zync run` recorded for it), in Spark, then by delta-rs without Spark (zync/settled_reads.py:
+DELTA_RS_READS reads, each timed from the settled table's read to the result).
 """
 
 from __future__ import annotations
@@ -28,6 +29,20 @@ from zync.progress import Progress
 from zync.spark_internals import java_frame, java_session, jvm_of
 
 OUT = os.environ.get("ZYNC_PROFILE_OUT", "")
+DELTA_RS_READS = 20  # a round's reads at the settled cut with delta-rs: milliseconds each
+
+
+def timed_reads(read, label: str, count: int) -> dict:
+    """`count` reads without Spark (torn_reads.settled_delta_rs_read): each one's seconds."""
+    seconds = []
+    for _ in range(count):
+        started = time.monotonic()
+        row = read()
+        seconds.append(round(time.monotonic() - started, 4))
+        assert row is not None and row["torn_orders"] == 0 and row["balance_total"] == torn_reads.TOTAL_BALANCE, row
+    ordered = sorted(seconds)
+    return {"label": label, "reads": count, "total": ordered[len(ordered) // 2], "min": ordered[0],
+            "max": ordered[-1], "seconds": seconds}
 
 
 def profile(spark, sql: str, label: str) -> dict:
@@ -134,6 +149,8 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
             jvm = jvm_of(spark)
             jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.resetMetrics()
             settled = torn_reads.settled_invariant_query("zync", f"raw_{name}on", f"{name}on.transaction", sets["on"])
+            delta_rs = torn_reads.settled_delta_rs_read(spark.conf.get("spark.sql.warehouse.dir"), "zync",
+                                                        f"raw_{name}on", f"{name}on.transaction", sets["on"])
             # The settled read also by a session with adaptive execution off (its jobs), and without whole-stage
             # code generation too (its compile time): a reader's own settings.
             plain = reader.newSession()
@@ -148,6 +165,9 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
                     r = profile(session, sql, label)
                     results.append(r)
                     say(json.dumps(r))
+                r = timed_reads(delta_rs, f"idle-delta-rs-{i}", DELTA_RS_READS)
+                results.append(r)
+                say(json.dumps(r))
             say(jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.dumpTimeSpent())
             # with `zync run` cycling beside and the workload on
             debezium.psql("begin; delete from lines where id >= 3; delete from orders where id >= 2; commit;", database)
@@ -163,6 +183,9 @@ def test_profile_pooled_read(debezium, target, spark, tmp_path):
                         r = profile(reader, sql, label)
                         results.append(r)
                         say(json.dumps(r))
+                    r = timed_reads(delta_rs, f"busy-delta-rs-{i}", DELTA_RS_READS)
+                    results.append(r)
+                    say(json.dumps(r))
                     i += 1
             t = threading.Thread(target=read_loop, daemon=True)
             t.start()

@@ -15,50 +15,11 @@ import time
 from ingest.pool import PoolIngest
 from tests.ingest.conftest import unique, watermarks
 from testkit import debezium
+from testkit.debezium import Connector
 from zync.tables import raw_table_name
 from zync.transactions import cut_table_name, transaction_key
-from zync.wire import encode
 
 EXPIRE_AFTER_S = 10.0
-KEY_FIELDS = [{"name": "id", "type": "int"}]
-ROW_FIELDS = [{"name": "id", "type": "int"}, {"name": "v", "type": ["null", "string"], "default": None}]
-
-
-class Connector:
-    """A Debezium connector's topics with transaction metadata: tables a and b and its transaction topic."""
-
-    def __init__(self, producer, server: str):
-        self.producer, self.server = producer, server
-        self.tables = {t: producer.topic(debezium.topic(server, "public", t)) for t in ("a", "b")}
-        self.transactions = producer.topic(debezium.transaction_topic(server))
-        self.ts = 1_000
-
-    def change(self, table: str, row_id: int, xid: int, order: int) -> dict:
-        source = debezium.source(self.server, "db", "public", table, self.ts, lsn=xid * 100 + order, tx_id=xid)
-        block = debezium.transaction_block(debezium.transaction_id(xid, xid * 100), order, 1)
-        return debezium.event("c", {"id": row_id, "v": f"{table}{row_id}"}, None, source, self.ts, block)
-
-    def send_change(self, table: str, row_id: int, xid: int, order: int) -> None:
-        topic = self.tables[table]
-        self.producer.send(topic, debezium.key_schema(self.server, "public", table, KEY_FIELDS),
-                           debezium.value_schema(self.server, "public", table, ROW_FIELDS, transaction=True),
-                           [({"id": row_id}, self.change(table, row_id, xid, order))])
-
-    def send_poison(self, table: str, row_id: int) -> None:
-        """A record whose key decodes and whose value is not Avro in the Confluent wire format."""
-        topic = self.tables[table]
-        key_writer = self.producer.registry.register(
-            f"{topic}-key", debezium.key_schema(self.server, "public", table, KEY_FIELDS))
-        self.producer.raw(topic, encode(key_writer, {"id": row_id}), b"not a change event")
-        self.producer.flush()
-
-    def boundary(self, status: str, xid: int, counts: dict[str, int] | None = None) -> None:
-        self.ts += 10
-        tid = debezium.transaction_id(xid, xid * 100)
-        self.producer.send(self.transactions, debezium.TRANSACTION_KEY, debezium.TRANSACTION_VALUE,
-                           [({"id": tid}, debezium.transaction_event(status, tid, self.ts, counts))])
-
-
 def _ids(spark, view: str) -> list[int]:
     return sorted(r[0] for r in spark.sql(f"select value.after.id from {view}").collect())
 
