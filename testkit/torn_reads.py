@@ -220,6 +220,10 @@ class Reader:
                     continue
                 self.reads[name].add(row["balance_total"], row["torn_orders"], row["orders"], row["cut"])
 
+    def halt(self) -> None:
+        """Stop reading after the read under way, without waiting for it."""
+        self._stop.set()
+
     def stop(self) -> dict[str, Reads]:
         self._stop.set()
         self._thread.join(timeout=120)

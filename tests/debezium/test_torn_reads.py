@@ -132,19 +132,25 @@ def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, secon
         writer = threading.Thread(target=workload, daemon=True)
         writer.start()
         started = said = time.monotonic()
-        deadline = time.monotonic() + seconds + 600 + 60 * max(least.get("on", 0), least.get("settled", 0))
+        # Spark's reads take up to a minute each beside everything else on two cores, delta-rs's up to a second.
+        deadline = (time.monotonic() + seconds + 600 + 60 * max(least.get("on", 0), least.get("settled", 0))
+                    + least.get("delta-rs", 0))
         while writer.is_alive() and time.monotonic() < deadline and not failed:
             service.cycle()
             # reads count while the source changes, so that the cut moves under them
             reads = {n: r for each in readers for n, r in each.reads.items()}
             for r in reads.values():
                 r.while_writing = r.reads
+            for each in readers:  # a reader done with its reads leaves the cores to the others
+                if all(reads[n].while_writing >= least.get(n, 0) for n in each.reads):
+                    each.halt()
             if all(reads[n].while_writing >= count for n, count in least.items()):
                 enough.set()
             if time.monotonic() > said + 15:
                 said = time.monotonic()
                 print(f"{said - started:.0f} s: " + _report(reads), *(r.errors[-1:] for r in readers), flush=True)
         enough.set()
+        writer.join()  # its last half minute of changes done: the state the mirrors must end at is final
         assert not failed, failed
         # Every change through: the mirrors end where the source database ends.
         expected = _source_state(debezium, database)
