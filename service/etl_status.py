@@ -30,11 +30,10 @@ from zync import kafka_client
 from service.failures import Failures, failures_file
 from service.freshness import freshness_file, read_freshness
 from service.project import DbtProject
-from zync.tables import MIRROR_BASE_SUFFIX
 from zync.config import Target, project_dir
 from zync.errors import ZyncError
 from zync.spark import spark_session
-from zync.tables import dead_letter_table_name, qualified
+from zync.tables import MIRROR_BASE_SUFFIX, dead_letter_table_name, qualified
 from zync.transactions import cut_table_name, settled_table_name
 
 KAFKA_TIMEOUT_S = 5.0

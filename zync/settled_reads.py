@@ -1,5 +1,5 @@
 """Reading a connector's mirrors at their settled cut without Spark: delta-rs (`deltalake`) over the bases'
-Delta logs, in a few milliseconds a read.
+Delta logs, in tens of milliseconds a read.
 
 `zync run --settle-every` records in `<pool>__settled` each cut every base of a connector's mirrors holds
 exactly, with each base's Delta version (service/settled_cuts.py). Each base read as of its version gives
