@@ -13,8 +13,9 @@ them:
 transaction), so the rate does not depend on a client's round trips.
 
 A read is ONE query over the four mirrors (one Spark query resolves every table once; without Spark,
-delta-rs reads each base at the version recorded for the settled cut); it counts what the source never had: a balance total other than the constant, an order whose total is not its
-lines' sum, lines without their order.
+delta-rs reads each base at the version recorded for the settled cut); it counts what the source never
+had: a balance total other than the constant, an order whose total is not its lines' sum, lines
+without their order.
 """
 
 from __future__ import annotations

@@ -107,8 +107,9 @@ def torn_reads_while_running(debezium, target, spark, tmp_path, name: str, secon
                 break
         assert all(_whole(spark, prefix) for prefix in sets.values()), "the snapshot never reached both mirror sets"
 
-        # Two readers, each a session of its own: the mirrors' views with the cut off and on, and the bases at
-        # the connector's settled cut (a read of plain Delta versions, many times faster than the views').
+        # Three readers: two sessions of their own, the mirrors' views with the cut off and on, and the bases at
+        # the connector's settled cut (plain Delta versions, many times faster than the views'); and delta-rs
+        # over the same bases at the same cut, without Spark.
         reader = torn_reads.Reader(spark, {s: torn_reads.invariant_query("zync", p) for s, p in sets.items()}).start()
         pool, connector = f"raw_{name}on", f"{name}on.transaction"
         settled_reader = torn_reads.Reader(spark, {"settled": torn_reads.settled_invariant_query(
