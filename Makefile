@@ -145,9 +145,9 @@ chaos-run: setup
 # workload runs ZYNC_TORN_SECONDS (120 by default), and on until ZYNC_TORN_READS reads at the settled cut
 # with delta-rs (10,000 by default), ZYNC_TORN_SPARK_READS in Spark (20) and ZYNC_TORN_VIEW_READS of the
 # views at the cut (15) were made while it ran (on a 2-core machine, with every reader and `zync run` at
-# once, a read takes 0.36 s with delta-rs, 22 s at the settled cut in Spark and 105 s of the views: 10,000
-# reads take about an hour; docs/benchmarks.md). It prints every side's reads, torn reads and the settled
-# cuts read.
+# once, a read takes 0.52 s with delta-rs, 18 s at the settled cut in Spark and 98 s of the views: with
+# ZYNC_TORN_SECONDS=300 ZYNC_TORN_VIEW_READS=8 the whole run took 93 minutes; docs/benchmarks.md). It
+# prints every side's reads, torn reads and the settled cuts read.
 torn-reads: setup
 	$(BIN)/pytest -p no:cacheprovider -m campaign -s tests/debezium/test_torn_reads.py
 

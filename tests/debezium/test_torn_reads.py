@@ -12,9 +12,9 @@ Three readers, each on a thread of its own. Two are sessions of their own on the
 mirrors' views, cut off and cut on, in turn; the other the `<name>on` mirrors' bases at the connector's
 settled cut (`zync run --settle-every`: each base as of the version recorded for the newest cut they all
 hold, service/settled_cuts.py). The third reads the same bases at the same settled cut without Spark, with
-delta-rs (zync/settled_reads.py): 33-39 ms a read idle, 0.36 s on average with every reader and
-`zync run` on two cores (2026-12-07), the reader that can make 10,000 reads within the hour. A reader done
-with its reads stops, leaving the cores to the others.
+delta-rs (zync/settled_reads.py): 33-39 ms a read idle, 0.52 s on average over 10,019 reads with every
+reader and `zync run` on two cores (2026-12-07, a 2-core 24 GiB Linux host), the reader that can make
+10,000 reads in a campaign. A reader done with its reads stops, leaving the cores to the others.
 
 `make torn-reads` runs it (marker `campaign`): the workload for ZYNC_TORN_SECONDS (120 by default), and
 on until ZYNC_TORN_READS reads at the settled cut by delta-rs (10,000 by default), ZYNC_TORN_SPARK_READS
