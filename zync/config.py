@@ -53,6 +53,17 @@ def project_path(path: str | os.PathLike[str]) -> Path:
     return p if p.is_absolute() else project_dir() / p
 
 
+def project_var(name: str) -> Any:
+    """A var of the project's dbt_project.yml, as written there: the one home of a value that the dbt
+    macros (`var()`) and zync's Python both read."""
+    path = project_dir() / "dbt_project.yml"
+    variables = (yaml.safe_load(path.read_text()) or {}).get("vars") or {}
+    if name not in variables:
+        raise ZyncError(f"{path} has no var {name!r} under `vars:`: the project's macros and zync run both read it. "
+                        "Restore it from the project's dbt_project.yml as shipped.")
+    return variables[name]
+
+
 UNSET_MARK = "<<unset-env-var:"
 
 
