@@ -113,7 +113,9 @@ class SettledCuts:
         self.lagging: set[str] = set()  # mirrors whose bases did not hold their connector's cut at the last check
         self._checked: dict[str, tuple] = {}  # connector -> (cut, base versions) of its last check
         self.tables: set[str] = set()  # the settled tables written here (database.table)
-        self.keeping_rows = frozenset(project_var(KEEPING_ROWS_VAR))
+        # as the macro reads it: a project made before the var names none, and only a base's own newest
+        # commit then vouches for its cursor
+        self.keeping_rows = frozenset(project_var(KEEPING_ROWS_VAR, ()))
 
     def due(self, connectors: set[str], every_s: float) -> set[str]:
         """The connectors whose mirrors should all fold now: none settled here for `every_s`."""

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from service.settled_cuts import KEEPING_ROWS_VAR, carried_cursor, topic_cursor
 from zync.config import project_var
@@ -67,7 +68,7 @@ def test_a_restore_is_followed_to_the_version_it_went_back_to():
 
 def test_the_rule_and_the_macros_name_the_same_operations():
     macro = (Path(__file__).parents[2] / "macros/mirror/cursor/zync_mirror_committed_cursor.sql").read_text()
-    assert f"var('{KEEPING_ROWS_VAR}')" in macro
+    assert f"var('{KEEPING_ROWS_VAR}', [])" in macro
     assert {"OPTIMIZE", "SET TBLPROPERTIES"} <= set(KEEPING_ROWS) and not {"MERGE", "WRITE", "DELETE", "RESTORE"} & set(KEEPING_ROWS)
 
 
@@ -137,3 +138,15 @@ def test_a_project_without_the_var_is_told_where_to_put_it(tmp_path, monkeypatch
         project_var(KEEPING_ROWS_VAR)
     (tmp_path / "dbt_project.yml").write_text(f"name: mine\nvars:\n  {KEEPING_ROWS_VAR}: [OPTIMIZE]\n")
     assert project_var(KEEPING_ROWS_VAR) == ["OPTIMIZE"]
+    # the macro's var(name, []) for a project made before the var: no operation passed over
+    (tmp_path / "dbt_project.yml").write_text("name: mine\n")
+    assert project_var(KEEPING_ROWS_VAR, ()) == ()
+    fold = commit({"zync_mirror": "zync.orders", "cursor": {"0": 41}})
+    assert carried_cursor("zync.orders", [(8, fold)], ()) == (8, {"0": 41})
+    assert carried_cursor("zync.orders", [(9, commit(data_change=False, operation="OPTIMIZE")), (8, fold)], ()) is None
+
+
+def test_a_project_zync_init_makes_names_the_same_operations():
+    root = Path(__file__).parents[2]
+    template = yaml.safe_load((root / "cli/project_template/dbt_project.yml").read_text())
+    assert template["vars"][KEEPING_ROWS_VAR] == KEEPING_ROWS
