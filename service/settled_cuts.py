@@ -14,19 +14,21 @@ mirror of the connector at that one whole transaction: plain Delta reads, no poo
 fresh as the last cycle that folded.
 
 What a base holds is read from its own log, not from what this process ran: the cursor its newest commit
-that changed rows carries (macros/mirror/cursor/zync_mirror_cursor_metadata.sql), so a hand-run dbt or
-another writer in between makes the check fail, never pass wrongly.
+that may have changed rows carries (macros/mirror/cursor/zync_mirror_cursor_metadata.sql), by the rule a
+mirror's dbt run reads it with (macros/mirror/cursor/zync_mirror_committed_cursor.sql), so a hand-run
+dbt or another writer in between makes the check fail, never pass wrongly.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from zync.config import project_var
 from zync.delta_metadata import commit_texts
 from zync.transactions import SETTLED_COLUMNS, Cut, settled_table_name
 
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 # How far back a base's log is walked for the commit carrying its cursor, past commits that change no
 # row (a compaction, a property set): the mirror's own fold commits every time it moves.
 CURSOR_LOOK_BACK = 20
+# The dbt var naming the operations that change no row (dbt_project.yml).
+KEEPING_ROWS_VAR = "zync_operations_keeping_rows"
 
 
 @dataclass(frozen=True)
@@ -53,27 +57,42 @@ def topic_cursor(cut: Cut, topic: str) -> dict[str, int]:
     return {str(partition): offset for (t, partition), offset in cut.offsets.items() if t == topic}
 
 
-def carried_cursor(mirror: str, commits: Iterable[tuple[int, list[str]]]) -> tuple[int, dict[str, int]] | None:
-    """(version, cursor): the cursor the newest of `commits` (newest first) carrying `mirror`'s carries, past
-    commits that change no row (a compaction, a property set), and the newest version, which holds the same
-    rows: the one a reader is pointed at, whose files a VACUUM keeps. None when a commit that may have
-    changed rows comes first (a restore, a hand-run DELETE), or none carries it."""
-    newest = None
+def carried_cursor(mirror: str, commits: Iterable[tuple[int, list[str]]],
+                   keeping_rows: Collection[str]) -> tuple[int, dict[str, int]] | None:
+    """(version, cursor): the cursor the newest of `commits` (newest first) carrying `mirror`'s carries, and
+    the newest version, which holds the same rows: the one a reader is pointed at, whose files a VACUUM
+    keeps. The rule of the macro zync_mirror_committed_cursor, which a mirror's dbt runs follow: commits of
+    an operation in `keeping_rows` (a compaction, a property set) are passed over, a RESTORE to a version is
+    followed there; any other commit first (a hand-run DELETE, a restore by timestamp), or none carrying
+    the cursor, and the cursor is not known: None."""
+    newest, restored_to = None, None
     for version, texts in commits:
         newest = version if newest is None else newest
-        changes_rows = False
-        for text in texts:
-            action = json.loads(text)
-            if "commitInfo" in action:
-                stored = _json(action["commitInfo"].get("userMetadata"))
-                if isinstance(stored, dict) and stored.get("zync_mirror") == mirror:
-                    return newest, {str(p): int(o) for p, o in (stored.get("cursor") or {}).items()}
-            for kind in ("add", "remove"):
-                if kind in action and action[kind].get("dataChange", True):
-                    changes_rows = True
-        if changes_rows:
+        info = _commit_info(texts)
+        stored = _json(info.get("userMetadata"))
+        if restored_to is not None and version > restored_to:
+            continue  # undone by the RESTORE
+        if isinstance(stored, dict) and stored.get("zync_mirror") == mirror:
+            return newest, {str(p): int(o) for p, o in (stored.get("cursor") or {}).items()}
+        if info.get("operation") == "RESTORE" and _restored_version(info) is not None:
+            restored_to = _restored_version(info)
+        elif info.get("operation") not in keeping_rows:
             return None
     return None
+
+
+def _commit_info(texts: list[str]) -> dict:
+    for text in texts:
+        action = json.loads(text)
+        if "commitInfo" in action:
+            return action["commitInfo"]
+    return {}
+
+
+def _restored_version(info: dict) -> int | None:
+    """The version a RESTORE went back to; None if restored by timestamp."""
+    version = (info.get("operationParameters") or {}).get("version")
+    return int(version) if version is not None and str(version).strip() else None
 
 
 def _json(text: str | None) -> object:
@@ -94,6 +113,9 @@ class SettledCuts:
         self.lagging: set[str] = set()  # mirrors whose bases did not hold their connector's cut at the last check
         self._checked: dict[str, tuple] = {}  # connector -> (cut, base versions) of its last check
         self.tables: set[str] = set()  # the settled tables written here (database.table)
+        # as the macro reads it: a project made before the var names none, and only a base's own newest
+        # commit then vouches for its cursor
+        self.keeping_rows = frozenset(project_var(KEEPING_ROWS_VAR, ()))
 
     def due(self, connectors: set[str], every_s: float) -> set[str]:
         """The connectors whose mirrors should all fold now: none settled here for `every_s`."""
@@ -138,7 +160,7 @@ class SettledCuts:
         try:
             newest_first = ((v, texts) for first in range(version.version, max(-1, version.version - CURSOR_LOOK_BACK), -1)
                             for v, texts in commit_texts(self.spark, location, first, first))
-            return carried_cursor(mirror.relation, newest_first)
+            return carried_cursor(mirror.relation, newest_first, self.keeping_rows)
         except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known, not settled
             return None
 

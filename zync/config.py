@@ -53,6 +53,23 @@ def project_path(path: str | os.PathLike[str]) -> Path:
     return p if p.is_absolute() else project_dir() / p
 
 
+_REQUIRED = object()
+
+
+def project_var(name: str, default: Any = _REQUIRED) -> Any:
+    """A var of the project's dbt_project.yml, as written there: the one home of a value that the dbt
+    macros (`var()`) and zync's Python both read. `default` when the project does not set it, as
+    the macros' `var(name, default)` reads it; without one, a project that does not set it is an error."""
+    path = project_dir() / "dbt_project.yml"
+    variables = (yaml.safe_load(path.read_text()) or {}).get("vars") or {}
+    if name in variables:
+        return variables[name]
+    if default is not _REQUIRED:
+        return default
+    raise ZyncError(f"{path} has no var {name!r} under `vars:`: the project's macros and zync run both read it. "
+                    "Restore it from the project's dbt_project.yml as shipped.")
+
+
 UNSET_MARK = "<<unset-env-var:"
 
 

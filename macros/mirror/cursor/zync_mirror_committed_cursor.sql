@@ -6,11 +6,14 @@
   followed to the version it restored. none when the log cannot vouch for the
   cursor: a newer commit that may have changed rows (a manual DELETE or
   INSERT, a restore by timestamp) or none carrying this mirror's cursor in the
-  recent history; the scan then decides.
+  recent history; the scan then decides. The operations that change no row are
+  the var zync_operations_keeping_rows (dbt_project.yml); zync run's settled
+  cuts read a base's cursor by the same rule (service/settled_cuts.py). A
+  project made before the var names none: only the mirror's own newest
+  commit vouches for the cursor, and the scan decides after any other.
 #}
 {% macro zync_mirror_committed_cursor(mirror_relation) -%}
-  {%- set keeps_rows = ['SET TBLPROPERTIES', 'UNSET TBLPROPERTIES', 'CHANGE COLUMN', 'ADD COLUMNS',
-                        'OPTIMIZE', 'VACUUM START', 'VACUUM END', 'ADD CONSTRAINT', 'DROP CONSTRAINT'] -%}
+  {%- set keeps_rows = var('zync_operations_keeping_rows', []) -%}
   {%- set walk = {'restored_to': none} -%}
   {%- for row in run_query('describe history ' ~ mirror_relation ~ ' limit 20').rows -%}
     {%- set stored = fromjson(row['userMetadata'] or '', none) -%}
