@@ -39,7 +39,10 @@ def is_local(uri: str) -> bool:
 
 @cache
 def _s3(endpoint: str, region: str) -> pafs.S3FileSystem:
-    options: dict = {"region": region}
+    # A delayed open lets a small file go up in one PUT when its stream closes: an open stream
+    # otherwise starts a multipart upload, three requests for the few kilobytes of an append's file
+    # (docs/object-storage.md, Measured). A missing bucket is then reported at close, not at open.
+    options: dict = {"region": region, "allow_delayed_open": True}
     if endpoint:
         parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
         if not parsed.hostname:
