@@ -101,8 +101,9 @@ PORTS = {"ZYNC_KAFKA_PORT": "24792", "ZYNC_REGISTRY_PORT": "24781", "ZYNC_CATALO
 BIN = ROOT / ".venv" / "bin"
 SCHEMA = "zync"  # the local target's schema: raw tables and mirrors
 S3_SCHEMA = "zync_s3"  # the s3 design's: a database of its own, made in the S3 server's warehouse
-# Where the tables are; with -pool, the topics in one raw pool; pool-txn: that pool with `consistency: transaction`.
-DESIGNS = ("local", "s3", "pool", "s3-pool", "pool-txn")
+# Where the tables are; with -pool, the topics in one raw pool; pool-txn: that pool with `consistency: transaction`;
+# pool-beside: that pool with zync run's dbt stage beside its cycle (`zync run --dbt beside`).
+DESIGNS = ("local", "s3", "pool", "s3-pool", "pool-txn", "pool-beside")
 
 
 def on_s3(design: str) -> bool:
@@ -110,7 +111,12 @@ def on_s3(design: str) -> bool:
 
 
 def pooled(design: str) -> bool:
-    return design.endswith("pool") or whole_transactions(design)
+    return design.endswith("pool") or whole_transactions(design) or dbt_beside(design)
+
+
+def dbt_beside(design: str) -> bool:
+    """Whether the design's zync run runs its dbt stage beside the cycle (`--dbt beside`)."""
+    return design.endswith("-beside")
 
 
 def whole_transactions(design: str) -> bool:
@@ -932,9 +938,11 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     from zync.tables import raw_table_name
 
     server = (f"w{tables:03d}{skew[0]}" + (f"t{threads}" if threads else "") + ("s3" if on_s3(design) else "")
-              + ("p" if pooled(design) else "") + ("x" if whole_transactions(design) else ""))
+              + ("p" if pooled(design) else "") + ("x" if whole_transactions(design) else "")
+              + ("b" if dbt_beside(design) else ""))
     where = (("on the S3 server" if on_s3(design) else "on local disk") + (", one raw pool" if pooled(design) else "")
-             + (" up to the transaction cut" if whole_transactions(design) else ""))
+             + (" up to the transaction cut" if whole_transactions(design) else "")
+             + (", dbt beside the cycle" if dbt_beside(design) else ""))
     print(f"\n== {tables} tables, {skew}, {where}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
     result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
                               "seconds": args.seconds, "threads": threads, "design": design,
@@ -955,7 +963,8 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     anchor = Anchor(target, server, source.topics)
     connect_pid = connect_worker.service(target).pid()
     connect_rss = PeakRss(connect_pid) if connect_pid else None
-    run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env)
+    run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env,
+                  options=("--dbt", "beside") if dbt_beside(design) else ())
     database = database_folder(design)
     logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at, topic_of[t] if pool else None, connector)
             for t in source.tables}
@@ -1177,7 +1186,7 @@ def main() -> None:
                         help="where zync run's tables are, comma-separated, each N and skew running once per "
                              "design, alternating: local (local disk, the default), s3 (the S3 server the "
                              "benchmark starts, `zync up --s3`), pool and s3-pool (the same, every topic in one "
-                             "raw pool: `pool:` in the mirror entry)")
+                             "raw pool: `pool:` in the mirror entry), pool-beside (pool, with `zync run --dbt beside`)")
     parser.add_argument("--transactions", action=argparse.BooleanOptionalAction, default=None,
                         help="the source writes its changes in multi-table transactions with Debezium's transaction "
                              "metadata (Source), for every design of the run (default: when --designs has pool-txn)")

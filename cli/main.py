@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cli.init_project import DEFAULT_TOPICS
 from service.compaction import COMPACT_AFTER_COMMITS
+from service.dbt_stage import DBT_IN_CYCLE, DBT_PLACES
 from service.folds import FOLD_AFTER_COMMITS, FOLD_AFTER_ROWS, FOLDS_PER_CYCLE, SETTLE_EVERY_S
 from service.health import DEFAULT_STALE_AFTER_S
 from service.http_server import DEFAULT_ADDRESS
@@ -155,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> None:
                          # A scheduler's single cycle serves nothing unless asked to.
                          metrics=args.metrics if args.metrics or not args.once else "off",
                          stale_after=args.stale_after, vacuum_retention=args.vacuum_retention,
-                         warm_up=args.warm_up, stopping=stop.requested) as service:
+                         warm_up=args.warm_up, stopping=stop.requested, dbt=args.dbt) as service:
                 code = service.run(once=args.once)
         except Exception as e:  # noqa: BLE001 - after a stop signal, whatever it cut short
             if not stop.requested.is_set():
@@ -276,6 +277,10 @@ def parser() -> argparse.ArgumentParser:
                         "transaction) together whenever one folds and at least every DUR, and record each cut their "
                         "bases all hold in <pool>__settled, for fast reads of every mirror at one transaction "
                         "(zync_settled_cut); off by default (0): a fold of all of them costs the cycle its time")
+    p.add_argument("--dbt", choices=DBT_PLACES, default=DBT_IN_CYCLE,
+                   help=f"where the dbt stage runs: {DBT_IN_CYCLE} (default), between ingest and egress; beside, on a "
+                        "thread of its own, so that ingest (what a mirror shows) and egress go on while models "
+                        "run and fold; --once runs it in the cycle")
     p.add_argument("--metrics", metavar="ADDR", default=None,
                    help=f"serve Prometheus metrics at http://ADDR/metrics and health at /healthz: HOST:PORT, PORT "
                         f"or HOST (default {DEFAULT_ADDRESS}; if that port is taken the run goes on without them); "

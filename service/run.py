@@ -17,6 +17,9 @@ look at the broker's topics every few seconds when a mirror entry names
    compactions' removed files are older than --vacuum-retention are vacuumed
    (service/vacuum.py). A raw pool is compacted (in Python) and checkpointed
    on a thread beside the cycle, which takes in what it did (_compact_beside).
+With `--dbt beside` (service/dbt_stage.py) stage 2's `dbt run` goes on a thread of its own: the
+cycles ingest, publish and compact the raw pools while it runs, and the cycle after it ended takes
+in its results (_transform_beside).
 Each stage tells service/metrics.py what it did (Prometheus' /metrics, with
 /healthz beside it: service/http_server.py, service/health.py; systemd's
 watchdog: service/watchdog.py), from what it computed anyway.
@@ -65,6 +68,7 @@ from ingest.pool import BESIDE_CHECKPOINT_INTERVAL, PoolIngest
 from ingest.table import PARQUET_SETTINGS, RAW_CHECKPOINT_INTERVAL
 from service.compaction import (COMPACT_AFTER_COMMITS, Compaction, checkpoint, compact, compact_pool,
                                 compaction_due_after, compaction_state, compactions_per_cycle, last_checkpoint)
+from service.dbt_stage import DBT_BESIDE, DBT_IN_CYCLE, DBT_PLACES
 from service.discovery import TopicDiscovery
 from service.engine_settings import small_run_engine, without_adaptive_execution
 from service.failures import Failures, failures_file
@@ -74,7 +78,7 @@ from service.health import DEFAULT_STALE_AFTER_S, Health, tcp_check
 from service.http_server import DEFAULT_ADDRESS, parse_address, serve
 from service.json_file import write_json
 from service.metrics import Metrics
-from service.project import TARGET_PATH, DbtProject, RawInput, ZyncModel
+from service.project import TARGET_PATH, DbtProject, ModelRun, RawInput, ZyncModel
 from service.settled_cuts import SettledCuts
 from service.stop_signals import PY4J_SEND_FAILED, stopped_with_the_engine
 from service.threads import DEFAULT_THREADS
@@ -171,6 +175,21 @@ class PooledIngest:
         return sum(self.records.values())
 
 
+@dataclass
+class TransformPlan:
+    """One dbt stage's models, chosen on the cycle's thread, and what taking in their runs needs."""
+
+    started: float
+    current: dict[str, TableVersion | None]  # every raw table's version when they were chosen
+    due: dict[str, dict[str, TableVersion | None]]  # model -> the raw versions it runs at
+    small: set[str]  # run interpreted (Service.small_models)
+    views: set[str]  # first builds that make their view alone (Service.first_views)
+    outputs_before: dict[str, TableVersion | None]  # the output tables' versions before the run
+    relations: dict[str, str]  # model -> its relation
+    tables: dict[str, str]  # model -> its table
+    runs_started: float
+
+
 class RanAt(dict):
     """model -> {raw table: TableVersion} its last successful run saw, kept in a file across restarts.
 
@@ -202,8 +221,9 @@ class Service:
                  fold_after_commits: int = FOLD_AFTER_COMMITS, fold_after_rows: int = FOLD_AFTER_ROWS,
                  folds_per_cycle: int = FOLDS_PER_CYCLE, settle_every: float = SETTLE_EVERY_S, metrics: str | None = None,
                  stale_after: float = DEFAULT_STALE_AFTER_S, vacuum_retention: float = DEFAULT_VACUUM_RETENTION_S,
-                 warm_up: bool = True, stopping: threading.Event | None = None):
-        """`stopping`: set by a stop signal that came before the run (service/stop_signals.py), shared with it."""
+                 warm_up: bool = True, stopping: threading.Event | None = None, dbt: str = DBT_IN_CYCLE):
+        """`stopping`: set by a stop signal that came before the run (service/stop_signals.py), shared with it.
+        `dbt`: where the dbt stage runs, DBT_IN_CYCLE or DBT_BESIDE (Service._transform_beside)."""
         if threads < 1:
             raise ZyncError(f"--threads must be 1 or more, not {threads}")
         if interval <= 0:
@@ -212,6 +232,12 @@ class Service:
             raise ZyncError(f"--settle-every must be 0 (settled cuts off) or more, not {settle_every}")
         if compact_after < 0:
             raise ZyncError(f"--compact-after must be 0 (never) or more, not {compact_after}")
+        if dbt not in DBT_PLACES:
+            raise ZyncError(f"--dbt must be one of {', '.join(DBT_PLACES)}, not {dbt!r}")
+        self.dbt_beside = dbt == DBT_BESIDE
+        # The dbt run under way beside the cycle, if any: its plan and its future.
+        self._transforming: tuple[TransformPlan, Future] | None = None
+        self._dbt_thread: ThreadPoolExecutor | None = None
         self.target = target
         self.select = select
         self.interval = interval
@@ -608,6 +634,46 @@ class Service:
 
     def transform(self) -> StageReport | None:
         """`dbt run` the models whose raw tables moved since their last run here."""
+        plan = self._plan_transform()
+        if plan is None:
+            return None
+        return self._take_in(plan, self._run_dbt(plan))
+
+    def _transform_beside(self) -> StageReport | None:
+        """The dbt stage on a thread of its own (`--dbt beside`): take in the run that ended since the
+        last cycle, or start one; ingest and egress go on meanwhile.
+
+        Only the `dbt run` itself runs beside (_run_dbt): choosing the models and taking in their
+        results stay on the cycle's thread, which alone touches what the run's bookkeeping keeps. A
+        run taken in starts the next one a cycle later, after the project and topics are looked at again.
+        """
+        if self._transforming is not None:
+            plan, future = self._transforming
+            if not future.done():
+                return None
+            self._transforming = None
+            return self._take_in(plan, future.result())
+        plan = self._plan_transform()
+        if plan is not None:
+            if self._dbt_thread is None:
+                self._dbt_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dbt")
+            self._transforming = (plan, self._dbt_thread.submit(self._run_dbt, plan))
+        return None
+
+    def _finish_transform(self) -> None:
+        """Wait for a dbt run under way beside the cycle and take it in (a stop, the run's end)."""
+        if self._transforming is None:
+            return
+        plan, future = self._transforming
+        self._transforming = None
+        try:
+            self._take_in(plan, future.result())
+        except Exception as e:  # noqa: BLE001 - what a stop cut short: each model resumes from its own table
+            if self.stopping.is_set():
+                self._abandoned(e)
+
+    def _plan_transform(self) -> TransformPlan | None:
+        """The models due now and what their run needs, or None (then the cycle's notes are taken)."""
         started = time.monotonic()
         current = self.versions.versions({i.table for i in self.inputs()})
         due: dict[str, dict[str, TableVersion | None]] = {}
@@ -628,21 +694,25 @@ class Service:
         outputs_before = {m.name: self.versions.version(m.relation) for m in self.models
                           if m.name in due and m.output_topic is not None}
         small = self.small_models(due)
-        views = self.first_views(small)
         tables = {m.name: m.table for m in self.models}
-        runs_started = self.metrics.runs_starting(due, tables)
-        runs = []
-        if small:
+        return TransformPlan(started, current, due, small, self.first_views(small), outputs_before,
+                             {m.name: m.relation for m in self.models}, tables,
+                             self.metrics.runs_starting(due, tables))
+
+    def _run_dbt(self, plan: TransformPlan) -> list[ModelRun]:
+        """The plan's one or two `dbt run` invocations; how each model ended."""
+        runs: list[ModelRun] = []
+        if plan.small:
             with small_run_engine(self.spark):
-                runs += self.project.run(sorted(small), variables={
-                    **RUN_VARIABLES, **({"zync_mirror_defer_base": sorted(views)} if views else {})})
+                runs += self.project.run(sorted(plan.small), variables={
+                    **RUN_VARIABLES, **({"zync_mirror_defer_base": sorted(plan.views)} if plan.views else {})})
         # dbt runs the profile's `threads` models at once, each thread on a clone of this session
         # (dbt_zync/thread_sessions.py), made as the invocation starts: the settings set around it
         # here reach every thread, and a mirror's cursor, carried in a session setting
         # (macros/mirror/materialization/zync_mirror_commit_carrying.sql), stays its own.
-        if set(due) - small:
+        if set(plan.due) - plan.small:
             with without_adaptive_execution(self.spark):
-                runs += self.project.run(sorted(set(due) - small), variables=RUN_VARIABLES)
+                runs += self.project.run(sorted(set(plan.due) - plan.small), variables=RUN_VARIABLES)
         # The models cached their inputs' pending records (macros/etl/pending/zync_cache_pending.sql): this engine
         # lives on, and nothing else here caches, so the memory goes back now.
         self.spark.catalog.clearCache()
@@ -651,32 +721,36 @@ class Service:
         # failing every cycle would add a session setting each time.
         for key in [row.key for row in self.spark.sql("set").collect() if row.key.startswith(NOTE_PREFIX)]:
             self.spark.conf.unset(key)
+        return runs
+
+    def _take_in(self, plan: TransformPlan, runs: list[ModelRun]) -> StageReport:
+        """What the runs of `plan` did: the models' bookkeeping, metrics and failures; the stage's report."""
         self.rerun.clear()
         for run in runs:
-            self.metrics.ran(run.name, tables[run.name], run.ok, run.seconds, runs_started)
+            self.metrics.ran(run.name, plan.tables[run.name], run.ok, run.seconds, plan.runs_started)
             if run.ok:
-                self.last_ok[run.name] = due[run.name]
-                if run.name in views:
+                self.last_ok[run.name] = plan.due[run.name]
+                if run.name in plan.views:
                     self.deferred.add(run.name)
                 else:
                     self.deferred.discard(run.name)
-                relation = next(m.relation for m in self.models if m.name == run.name)
-                if run.name in outputs_before and self.versions.version(relation) != outputs_before[run.name]:
+                if run.name in plan.outputs_before and \
+                        self.versions.version(plan.relations[run.name]) != plan.outputs_before[run.name]:
                     # It wrote: per-key order may have held records back that only a next run can take
                     # (an update whose earlier record was paired in this run), with no new input to
                     # trigger one. Run it again until a run writes nothing.
                     self.ran_at.pop(run.name, None)
                     self.rerun.add(run.name)
                 else:
-                    self.ran_at[run.name] = due[run.name]
+                    self.ran_at[run.name] = plan.due[run.name]
                 self._succeeded("dbt", run.name)
             else:
                 self._failed("dbt", run.name, ZyncError(run.message))
         self.ran_at.save()
-        self._pending_rows(current)
+        self._pending_rows(plan.current)
         self._settle()
         ok = [r.name for r in runs if r.ok]
-        return StageReport("dbt", time.monotonic() - started, len(ok),
+        return StageReport("dbt", time.monotonic() - plan.started, len(ok),
                            {"models": ok, "failed": [r.name for r in runs if not r.ok]})
 
     def _settle(self) -> None:
@@ -821,7 +895,12 @@ class Service:
         started, removed, tables = time.monotonic(), 0, {}
         raw_tables = {i.table for i in self.inputs()}
         pools = {i.table for i in self.inputs() if i.pool_view}
-        candidates = sorted(raw_tables | {m.table for m in self.models} | self.settled.tables)
+        # While a dbt run is under way beside the cycle, only the raw pools it reads at a version of its
+        # own: a compaction of a table it writes would fail it at its commit (or fail itself).
+        # A pool's is on a session of its own (_compact_beside); other tables' set this session's
+        # settings, which a dbt run's threads copy as they start, so they wait for the run's end.
+        candidates = sorted(pools if self._transforming is not None
+                            else raw_tables | {m.table for m in self.models} | self.settled.tables)
         due: list[tuple[int, str, TableVersion]] = []
         for table, done, checkpointed in self._compacted_beside():
             if done is not None:
@@ -876,7 +955,7 @@ class Service:
             self.metrics.compacted_table(table, done.files_removed, after)
             if done.files_removed:
                 self.vacuums.compacted(table, time.time())
-        vacuumed = self.vacuum()
+        vacuumed = self.vacuum() if self._transforming is None else {}
         if vacuumed:
             tables.update({t: {**tables.get(t, {}), "files_vacuumed": n} for t, n in vacuumed.items()})
         if not tables:
@@ -988,10 +1067,12 @@ class Service:
         """One full cycle: ingest, dbt, egress, compaction; the stages that did work."""
         started = time.monotonic()
         self.check_engine()
-        self.discover()
-        self.load()
+        if self._transforming is None:  # the models and inputs stay as a dbt run under way beside found them
+            self.discover()
+            self.load()
         reports = []
-        for stage in (self.ingest, self.transform, self.publish, self.compact):
+        beside = self.dbt_beside and self.ready and not self.fold_all
+        for stage in (self.ingest, self._transform_beside if beside else self.transform, self.publish, self.compact):
             report = stage()
             self.check_engine()  # a stage may swallow what a dead engine raised (dbt reports it as a failed run)
             if report is not None:
@@ -1037,7 +1118,7 @@ class Service:
                 return
             self.status.tick()
             self.check_engine()
-            if self._arrived():
+            if (self._transforming is not None and self._transforming[1].done()) or self._arrived():
                 return
 
     def _stopped_with_engine(self) -> bool:
@@ -1067,6 +1148,8 @@ class Service:
             self._drop_ingest(raw)
         for pool in list(self.pools):
             self._drop_pool(pool)
+        if self._dbt_thread is not None:  # a dbt run under way ends with its models' commits
+            self._dbt_thread.shutdown(wait=True)
         if self._beside is not None:  # a compaction under way ends with its commit, or leaves a file unnamed
             self._beside.shutdown(wait=True)
         if self.http is not None:
@@ -1108,6 +1191,7 @@ class Service:
                     raise died from e
             why = "stopped" if self.stopping.is_set() else "done"
         finally:
+            self._finish_transform()
             self.fold_all = False
             self.watchdog.stopping()
             for sig, handler in previous.items():

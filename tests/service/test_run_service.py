@@ -11,6 +11,8 @@ One run of the invoices demo through a continuously running `zync run`:
 - compaction all along (`--compact-after 2`: every table's small files are
   compacted every second commit, so compactions meet the hand-run `dbt run`,
   the kills and the SIGTERM), changing no row;
+- all of it with the dbt stage in the cycle and beside it (`--dbt beside`: ingest and
+  egress go on while the model runs on a thread of its own);
 - more kill -9 trials with ZYNC_RUN_KILL_TRIALS=N (default 1, the one above:
   the suite's time; `make chaos-run` runs 10): a restart, then each trial while a round of new
   invoices, their statuses and updates flows, followed at once by a restart:
@@ -44,13 +46,17 @@ def hand_run_dbt(project: InvoicesProject):
 
 
 @pytest.fixture
-def project(tmp_path) -> InvoicesProject:
-    return invoices_project(tmp_path, "Live")
+def project(tmp_path, dbt) -> InvoicesProject:
+    # Topics and tables of their own for each place of the dbt stage.
+    return invoices_project(tmp_path, "Live" if dbt == "in-cycle" else "Beside")
 
 
-def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill_9(target, spark, project, tmp_path):
+@pytest.mark.parametrize("dbt", ["in-cycle", "beside"])
+def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill_9(target, spark, project, tmp_path,
+                                                                                  dbt):
     log = tmp_path / "zync-run.log"
-    run = RunProcess(project, log, options=COMPACTING)
+    options = (*COMPACTING, "--dbt", dbt)
+    run = RunProcess(project, log, options=options)
     try:
         # Batch 1: the service picks it up on its own.
         project.produce_batch(target, 1)
@@ -74,7 +80,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
         project.produce_batch(target, 3)
         time.sleep(chance.uniform(0.0, 12.0))
         run.kill()
-        run = RunProcess(project, log, options=COMPACTING)
+        run = RunProcess(project, log, options=options)
         wait_until(lambda: project.published_count(target) >= len(project.expected(3)), "batch 3 output", run)
         time.sleep(3)  # a duplicate would land now
         assert project.published(target) == project.expected(3)
@@ -91,7 +97,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
         expected: dict[int, list[dict]] = defaultdict(list)
         total = len(so_far)
         if KILL_TRIALS > 1:
-            run = RunProcess(project, log, options=COMPACTING)
+            run = RunProcess(project, log, options=options)
             started_at = run.cycles()
             for trial in range(KILL_TRIALS - 1):
                 # The round flows once the new process is warm, so the kill lands in a cycle's work.
@@ -103,7 +109,7 @@ def test_zync_run_keeps_the_stream_exact_through_a_hand_run_dbt_sigterm_and_kill
                     expected[key] += values
                 time.sleep(chance.uniform(0.0, 12.0))
                 run.kill()
-                run = RunProcess(project, log, options=COMPACTING)
+                run = RunProcess(project, log, options=options)
                 started_at = run.cycles()
             total = len(project.expected(4)) + sum(len(v) for v in expected.values())
             wait_until(lambda: project.published_count(target) >= total, "every round's output", run)
