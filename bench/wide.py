@@ -946,6 +946,7 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     print(f"\n== {tables} tables, {skew}, {where}: topics {server}.{DB_SCHEMA}.t001 ...", flush=True)
     result: dict[str, Any] = {"tables": tables, "skew": skew, "server": server, "rows": args.rows, "rate": args.rate,
                               "seconds": args.seconds, "threads": threads, "design": design,
+                              "fold_after_rows": args.fold_after_rows,
                               "transactions": args.transactions}
     env = design_env(design)
     source = Source(target, server, tables, args.seed, transactions=args.transactions)
@@ -963,8 +964,9 @@ def run_one(target, tables: int, skew: str, args, threads: int | None = None, de
     anchor = Anchor(target, server, source.topics)
     connect_pid = connect_worker.service(target).pid()
     connect_rss = PeakRss(connect_pid) if connect_pid else None
-    run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env,
-                  options=("--dbt", "beside") if dbt_beside(design) else ())
+    options = (("--dbt", "beside") if dbt_beside(design) else ()) + \
+        (("--fold-after-rows", str(args.fold_after_rows)) if args.fold_after_rows is not None else ())
+    run = ZyncRun(project, LOGS / f"run-{server}.log", threads, env=env, options=options)
     database = database_folder(design)
     logs = {t: MirrorLog(database, mirrors[t], raw[t], run.built_at, topic_of[t] if pool else None, connector)
             for t in source.tables}
@@ -1190,6 +1192,9 @@ def main() -> None:
     parser.add_argument("--transactions", action=argparse.BooleanOptionalAction, default=None,
                         help="the source writes its changes in multi-table transactions with Debezium's transaction "
                              "metadata (Source), for every design of the run (default: when --designs has pool-txn)")
+    parser.add_argument("--fold-after-rows", type=int,
+                        help="zync run --fold-after-rows N for every design (default: zync run's own): a small N "
+                             "makes the mirrors fold while changes flow")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's services running")
     parser.add_argument("--read-mirrors", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
