@@ -157,7 +157,8 @@ def windows(start: float, end: float, width: float, output: list[tuple[float, fl
             "files_per_table_mean": last and round(statistics.fmean(last.live_files.values()), 1)
             if last and last.live_files else None,
             "disk_files_max": last and max(last.disk_files.values(), default=0),
-            "disk_mb": last and round(last.disk_bytes / 2 ** 20, 1),
+            # Kilobytes show: a short soak's tables hold a few tens of them.
+            "disk_mb": last and round(last.disk_bytes / 2 ** 20, 3),
             "cycles": len(cyc), "cycle_p50_s": round(statistics.median(c["seconds"] for c in cyc), 1) if cyc else None,
         })
     return found
