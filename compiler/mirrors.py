@@ -705,15 +705,35 @@ def previous_pattern_topics(project_root: Path) -> set[str]:
     """
     found = set()
     for properties in sorted((project_root / MODELS_FOLDER).rglob("*.yml")):
-        try:
-            doc = yaml.safe_load(properties.read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        for model in doc.get("models") or [] if isinstance(doc, dict) else []:
-            meta = model.get("meta") or {} if isinstance(model, dict) else {}
-            if meta.get(PATTERN_META) and meta.get("zync_mirror_topic"):
-                found.add(str(meta["zync_mirror_topic"]))
+        found |= _pattern_topics_of(properties)
     return found
+
+
+# A properties file's pattern topics by (path, mtime, size): `zync run` asks every few seconds, and
+# parsing a whole database's properties files each time took a tenth of its cycles' time.
+_PATTERN_TOPICS_READ: dict[Path, tuple[tuple[int, int], frozenset[str]]] = {}
+
+
+def _pattern_topics_of(properties: Path) -> frozenset[str]:
+    try:
+        stat = properties.stat()
+    except OSError:
+        return frozenset()
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    known = _PATTERN_TOPICS_READ.get(properties)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        doc = yaml.load(properties.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    except (OSError, yaml.YAMLError):
+        return frozenset()
+    topics = set()
+    for model in doc.get("models") or [] if isinstance(doc, dict) else []:
+        meta = model.get("meta") or {} if isinstance(model, dict) else {}
+        if meta.get(PATTERN_META) and meta.get("zync_mirror_topic"):
+            topics.add(str(meta["zync_mirror_topic"]))
+    _PATTERN_TOPICS_READ[properties] = (stamp, frozenset(topics))
+    return frozenset(topics)
 
 
 def compile_mirrors(files: list[MirrorFile], relative: Any, subfolder: Any = lambda source: Path()) -> list[tuple[Path, str]]:

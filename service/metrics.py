@@ -256,6 +256,13 @@ class Metrics:
         for table in tables:
             self._ingest_from[table] = self.versions.version(table)
 
+    def ingest_committed(self, table: str) -> None:
+        """This cycle's ingest made one commit to `table`, its latest version: its commits are that one
+        (a raw pool's: one commit a cycle), found without reading the version before it."""
+        until = self.versions.version(table)
+        if until is not None:
+            self._ingest_from[table] = TableVersion(until.table_id, until.version - 1)
+
     def ingested(self, topic: str, table: str, records: int, dead_letters: int) -> None:
         """One topic's ingest ended: `records` committed, `dead_letters` in all so far (its Ingest's count)."""
         if records:

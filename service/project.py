@@ -4,7 +4,7 @@ dbt is invoked in-process (dbtRunner) on the service's own SparkSession, with
 the manifest parsed once and kept: a `dbt run` then skips the seconds a parse
 costs. The project is parsed again when a file dbt reads changes (models/,
 macros/, seeds/, dbt_project.yml, profiles/), found by comparing modification
-times each cycle, which costs a directory walk and no Spark work.
+times at most every LOOK_EVERY_S, which costs a directory walk and no Spark work.
 
 zync's models are found in the manifest by the meta the compiler writes in
 their properties: `zync_output_topic` (an output, published by egress) or
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +30,10 @@ from zync.pools import POOL_META
 from zync.tables import MIRROR_BASE_SUFFIX
 from zync.transactions import TRANSACTIONS_META, TRANSACTIONS_OF_META
 
+# How often a parsed project's files are looked at again. A whole database's project is a few hundred
+# files; walking them every cycle took a tenth of a pool's cycle (a profile of bench/wide.py, 50 tables),
+# whose cycles come a few a second. An edit is taken up this much later at most.
+LOOK_EVERY_S = 2.0
 # What dbt reads to build the manifest; a change to any of these means a new parse.
 WATCHED = ("models", "macros", "seeds", "dbt_project.yml", "profiles", "packages.yml")
 # zync run's own dbt artifacts, apart from a hand-run dbt's target/ (both may run at once).
@@ -133,6 +138,7 @@ class DbtProject:
         self.target_path = target_path  # relative to root: its own, apart from other dbt processes'
         self.manifest = None
         self._parsed_from: tuple | None = None
+        self._next_look = 0.0  # monotonic time of the next look at the files, once parsed
 
     def _args(self) -> list[str]:
         return ["--project-dir", str(self.root), "--profiles-dir", str(self.root / "profiles"),
@@ -145,8 +151,16 @@ class DbtProject:
             [*args, *self._args(), "--log-level", "none", "--no-send-anonymous-usage-stats"])
 
     def stale(self) -> bool:
-        """Whether a file dbt reads changed since the last parse (or there was none)."""
+        """Whether a file dbt reads changed since the last parse (or there was none); once parsed,
+        looked at every LOOK_EVERY_S, else False."""
+        if self._parsed_from is not None and time.monotonic() < self._next_look:
+            return False
+        self._next_look = time.monotonic() + LOOK_EVERY_S
         return self._parsed_from != fingerprint(self.root)
+
+    def look_now(self) -> None:
+        """Files were just written here (a compile): the next stale() looks at them."""
+        self._next_look = 0.0
 
     def parse(self) -> None:
         """Parse the project and keep the manifest for the runs that follow."""

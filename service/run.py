@@ -390,6 +390,8 @@ class Service:
         self._succeeded("discover", "topics")
         if found is None:
             return
+        if found.written:
+            self.project.look_now()
         if found.new:
             self.status.note(f"new topics matching a mirror entry: {', '.join(found.new)}; their mirrors are "
                              "generated in models/mirrors/ and built from each topic's start",
@@ -489,6 +491,7 @@ class Service:
                 self._failed("ingest", raw.topic, e)
         self.metrics.ingest_starting(raw.table for raw, _ in due)
         outcomes = self._run_ingests(due, marks)
+        self.versions.made(raw.table for raw, _, _ in outcomes)  # a first batch makes its table
         if self.warm_up_first and not self.ready and not pooled.total \
                 and not any(isinstance(outcome, int) and outcome for _, _, outcome in outcomes):
             self.warm_up()  # a backlog would have warmed it with real work
@@ -553,8 +556,11 @@ class Service:
                 job.add_topics(views)
                 if not {tp for tp in job.waiting(marks) if tp[0] in allowed} and not job.expiry_due():
                     continue
-                self.metrics.ingest_starting([pool])
+                self.metrics.ingest_starting(())
                 result = job.run(marks, allowed)
+                if result.total:  # the pool's version from its own commit, for every stage below: no listing
+                    self.versions.committed(pool)
+                    self.metrics.ingest_committed(pool)
             except Exception as e:  # noqa: BLE001 - the pool's commit failed: each due topic reports it
                 error = e if isinstance(e, ZyncError) else ZyncError(f"ingest into raw pool {pool} failed: {e}")
                 self._drop_pool(pool)
@@ -576,7 +582,6 @@ class Service:
             done.lag += sum(behind.values())
             if result.total:
                 done.records[pool] = done.records.get(pool, 0) + result.total
-                self.versions.committed(pool)
         return done
 
     def _pooled_yet(self, raw: RawInput) -> bool:
@@ -725,6 +730,7 @@ class Service:
 
     def _take_in(self, plan: TransformPlan, runs: list[ModelRun]) -> StageReport:
         """What the runs of `plan` did: the models' bookkeeping, metrics and failures; the stage's report."""
+        self.versions.made()  # a model's first run makes its table (a mirror's base and view)
         self.rerun.clear()
         for run in runs:
             self.metrics.ran(run.name, plan.tables[run.name], run.ok, run.seconds, plan.runs_started)

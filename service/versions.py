@@ -2,12 +2,15 @@
 
 Reading a table's latest version lists its _delta_log folder (no Spark job,
 milliseconds; zync/delta_metadata.py), so a cycle with nothing new costs a few
-of these and no query. A table's location is looked up once.
+of these and no query. A table's location is looked up once; a table found not there is
+looked up again after ABSENT_RECHECK_S, or at once when this process may have made it (made()).
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -31,6 +34,12 @@ class Growth(NamedTuple):
 
 
 KEPT_SUMMARIES = 2_000  # commits of a table whose summaries are kept
+# How long a table found not there stays not there without asking the catalog again. Each ask is a
+# catalog call; a whole database's mirrors whose bases are not built yet (their views read the raw
+# changes) asked twice a cycle each, most of a cycle's time beside the ingest of a pool (a profile of
+# bench/wide.py, 50 tables). What this process makes it says (made()); another process's table is
+# seen this much later, which delays only its fold's choice and its compaction.
+ABSENT_RECHECK_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,13 +78,26 @@ class TableVersions:
         self._locations: dict[str, str] = {}
         self._commits: dict[tuple[str, str], dict[int, CommitSummary]] = {}  # (location, table id) -> version ->
         self._committed: dict[str, TableVersion] = {}  # name -> the version this process's commit made, this cycle
+        self._absent: dict[str, float] = {}  # name -> when the catalog last said it is not there (monotonic)
 
     def _location(self, name: str) -> str | None:
         if name not in self._locations:
-            if not self.spark.catalog.tableExists(name):
+            asked = self._absent.get(name)
+            if asked is not None and time.monotonic() - asked < ABSENT_RECHECK_S:
                 return None
+            if not self.spark.catalog.tableExists(name):
+                self._absent[name] = time.monotonic()
+                return None
+            self._absent.pop(name, None)
             self._locations[name] = table_location(self.spark, _quoted(name))
         return self._locations[name]
+
+    def made(self, names: Iterable[str] | None = None) -> None:
+        """Tables this process may just have made (all, when None): look them up again at their next use."""
+        if names is None:
+            self._absent.clear()
+        for name in names or ():
+            self._absent.pop(name, None)
 
     def location(self, name: str) -> str | None:
         """The table's storage location (a URI, e.g. file:/...), or None if it is not there."""
@@ -87,6 +109,7 @@ class TableVersions:
         The commit's transaction listed the log a moment before: listing it again in the same cycle (a
         request to an object store, each time a stage asks) would tell a change by another writer since
         then, which the next cycle's own listing tells as well. If the engine cannot say, nothing is taken."""
+        self.made([name])
         try:
             location = self._location(name)
             if location is None:
@@ -109,6 +132,7 @@ class TableVersions:
         version, table_id = latest_version(self.spark, location)
         if table_id is None:  # dropped (and perhaps made again elsewhere): look the name up again next time
             self._locations.pop(name, None)
+            self._absent.pop(name, None)
             return None
         return TableVersion(table_id, version)
 

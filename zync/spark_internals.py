@@ -41,9 +41,38 @@ def java_class(spark: SparkSession | SparkContext, name: str) -> JavaClass:
     every miss searches each of the ~250 jars on the driver's class path (~1 ms). A small ingest
     batch made ~100 such lookups, a fifth of the driver's time (Java Flight Recorder, 40 tables).
     """
-    from py4j.java_gateway import JavaClass
+    client = jvm_of(spark)._gateway_client
+    found = _classes.get((client, name))
+    if found is None:
+        found = _classes[(client, name)] = _method_keeping_class()(name, client)
+    return found
 
-    return JavaClass(name, jvm_of(spark)._gateway_client)
+
+# The classes java_class gave, by gateway and name: each keeps the static methods it found.
+_classes: dict[tuple[object, str], JavaClass] = {}
+
+
+def _method_keeping_class() -> type:
+    """py4j's JavaClass asks the JVM what a name is at every `Class.method` (a round trip before the
+    call's own): a commit of a raw pool's batch made some twenty, a tenth of its time on a busy
+    2-core machine (a profile of bench/wide.py). A static method stays one, so it is asked once;
+    fields (whose values may change) and nested classes are asked each time, as py4j does."""
+    global _MethodKeepingClass
+    if _MethodKeepingClass is None:
+        from py4j.java_gateway import JavaClass, JavaMember
+
+        class MethodKeepingClass(JavaClass):
+            def __getattr__(self, name: str):
+                found = super().__getattr__(name)
+                if isinstance(found, JavaMember):
+                    self.__dict__[name] = found
+                return found
+
+        _MethodKeepingClass = MethodKeepingClass
+    return _MethodKeepingClass
+
+
+_MethodKeepingClass: type | None = None
 
 
 def import_named_per_call(spark: SparkSession) -> None:
