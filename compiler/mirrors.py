@@ -73,6 +73,7 @@ from compiler.spec import (
     pool_of as _pool,
     read_yaml,
 )
+from zync.ingest_options import SafeLoader
 from zync.tables import raw_table_name, snake
 from zync.transactions import connector_prefix, transaction_topic
 
@@ -724,7 +725,7 @@ def _pattern_topics_of(properties: Path) -> frozenset[str]:
     if known is not None and known[0] == stamp:
         return known[1]
     try:
-        doc = yaml.load(properties.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+        doc = yaml.load(properties.read_text(), Loader=SafeLoader) or {}  # noqa: S506 - a safe loader
     except (OSError, yaml.YAMLError):
         return frozenset()
     topics = set()

@@ -132,7 +132,6 @@ class TableVersions:
         version, table_id = latest_version(self.spark, location)
         if table_id is None:  # dropped (and perhaps made again elsewhere): look the name up again next time
             self._locations.pop(name, None)
-            self._absent.pop(name, None)
             return None
         return TableVersion(table_id, version)
 

@@ -9,6 +9,7 @@ imported where it is used, so importing this module costs nothing to a command t
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,27 +53,22 @@ def java_class(spark: SparkSession | SparkContext, name: str) -> JavaClass:
 _classes: dict[tuple[object, str], JavaClass] = {}
 
 
+@functools.cache
 def _method_keeping_class() -> type:
     """py4j's JavaClass asks the JVM what a name is at every `Class.method` (a round trip before the
     call's own): a commit of a raw pool's batch made some twenty, a tenth of its time on a busy
     2-core machine (a profile of bench/wide.py). A static method stays one, so it is asked once;
     fields (whose values may change) and nested classes are asked each time, as py4j does."""
-    global _MethodKeepingClass
-    if _MethodKeepingClass is None:
-        from py4j.java_gateway import JavaClass, JavaMember
+    from py4j.java_gateway import JavaClass, JavaMember
 
-        class MethodKeepingClass(JavaClass):
-            def __getattr__(self, name: str):
-                found = super().__getattr__(name)
-                if isinstance(found, JavaMember):
-                    self.__dict__[name] = found
-                return found
+    class MethodKeepingClass(JavaClass):
+        def __getattr__(self, name: str):
+            found = super().__getattr__(name)
+            if isinstance(found, JavaMember):
+                self.__dict__[name] = found
+            return found
 
-        _MethodKeepingClass = MethodKeepingClass
-    return _MethodKeepingClass
-
-
-_MethodKeepingClass: type | None = None
+    return MethodKeepingClass
 
 
 def import_named_per_call(spark: SparkSession) -> None:
