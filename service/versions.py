@@ -2,8 +2,9 @@
 
 Reading a table's latest version lists its _delta_log folder (no Spark job,
 milliseconds; zync/delta_metadata.py), so a cycle with nothing new costs a few
-of these and no query. A table's location is looked up once; a table found not there is
-looked up again after ABSENT_RECHECK_S, or at once when this process may have made it (made()).
+of these and no query. A table's location is looked up once. Whether a table is there is read from
+its database's list of tables (one catalog call answers for all of them), listed again after
+ABSENT_RECHECK_S, or at once when this process may have made a table in it (made()).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import NamedTuple
 
 from zync.delta_metadata import commit_texts, held_version, latest_version, table_location
 from zync.pools import changed_topics, file_topics
+from zync.spark_internals import catalog_table_names
 
 
 class TableVersion(NamedTuple):
@@ -34,11 +36,15 @@ class Growth(NamedTuple):
 
 
 KEPT_SUMMARIES = 2_000  # commits of a table whose summaries are kept
-# How long a table found not there stays not there without asking the catalog again. Each ask is a
-# catalog call; a whole database's mirrors whose bases are not built yet (their views read the raw
-# changes) asked twice a cycle each, most of a cycle's time beside the ingest of a pool (a profile of
-# bench/wide.py, 50 tables). What this process makes it says (made()); another process's table is
-# seen this much later, which delays only its fold's choice and its compaction.
+# Newest commits of a table whose actions' text is kept: a cycle's growth count and its metrics read the
+# commit it just made, and on an object store each read of a commit file is two requests (HEAD, GET).
+KEPT_TEXTS = 4
+# How long a database's list of tables is taken as it is without asking the catalog again. A whole
+# database's mirrors whose bases are not built yet (their views read the raw changes) are asked about
+# every cycle; asked one by one (a metastore call each, several round trips to its database), they
+# were most of a cycle's time beside the ingest of a pool (profiles of bench/wide.py, 50 tables).
+# What this process makes it says (made()); another process's table is seen this much later, which
+# delays only its fold's choice and its compaction.
 ABSENT_RECHECK_S = 5.0
 
 
@@ -76,28 +82,32 @@ class TableVersions:
     def __init__(self, spark):
         self.spark = spark
         self._locations: dict[str, str] = {}
+        self._texts: dict[tuple[str, str], dict[int, list[str]]] = {}  # (location, table id) -> version -> actions
         self._commits: dict[tuple[str, str], dict[int, CommitSummary]] = {}  # (location, table id) -> version ->
         self._committed: dict[str, TableVersion] = {}  # name -> the version this process's commit made, this cycle
-        self._absent: dict[str, float] = {}  # name -> when the catalog last said it is not there (monotonic)
+        # database -> (when listed, monotonic; its tables' names)
+        self._listed: dict[str, tuple[float, frozenset[str]]] = {}
 
     def _location(self, name: str) -> str | None:
         if name not in self._locations:
-            asked = self._absent.get(name)
-            if asked is not None and time.monotonic() - asked < ABSENT_RECHECK_S:
+            if not self._listed_in_database(name):
                 return None
-            if not self.spark.catalog.tableExists(name):
-                self._absent[name] = time.monotonic()
-                return None
-            self._absent.pop(name, None)
             self._locations[name] = table_location(self.spark, _quoted(name))
         return self._locations[name]
+
+    def _listed_in_database(self, name: str) -> bool:
+        database, _, table = name.rpartition(".")
+        listed = self._listed.get(database)
+        if listed is None or time.monotonic() - listed[0] >= ABSENT_RECHECK_S:
+            listed = self._listed[database] = (time.monotonic(), catalog_table_names(self.spark, database))
+        return table.lower() in listed[1]
 
     def made(self, names: Iterable[str] | None = None) -> None:
         """Tables this process may just have made (all, when None): look them up again at their next use."""
         if names is None:
-            self._absent.clear()
+            self._listed.clear()
         for name in names or ():
-            self._absent.pop(name, None)
+            self._listed.pop(name.rpartition(".")[0], None)
 
     def location(self, name: str) -> str | None:
         """The table's storage location (a URI, e.g. file:/...), or None if it is not there."""
@@ -185,7 +195,7 @@ class TableVersions:
         missing = [v for v in range(start, end + 1) if v not in known]
         if missing:
             try:
-                for version, texts in commit_texts(self.spark, location, missing[0], missing[-1]):
+                for version, texts in self._commit_texts(location, table_id, missing[0], missing[-1]):
                     known[version] = CommitSummary.of(texts)
             except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
                 return None
@@ -219,10 +229,22 @@ class TableVersions:
         if location is None:
             return None
         try:
-            found = [texts for _, texts in commit_texts(self.spark, location, since.version + 1, until.version)]
+            found = [texts for _, texts in self._commit_texts(location, until.table_id, since.version + 1, until.version)]
         except Exception:  # noqa: BLE001 - a log cleaned up, a table replaced: not known
             return None
         return found if len(found) == until.version - since.version else None
+
+    def _commit_texts(self, location: str, table_id: str, start: int, end: int) -> list[tuple[int, list[str]]]:
+        """(version, its actions' text) of commits `start` to `end`, the newest few kept: a commit file
+        never changes, and a table made again has a new id."""
+        kept = self._texts.setdefault((location, table_id), {})
+        missing = [v for v in range(start, end + 1) if v not in kept]
+        read = dict(commit_texts(self.spark, location, missing[0], missing[-1])) if missing else {}
+        found = [(v, kept[v] if v in kept else read[v]) for v in range(start, end + 1) if v in kept or v in read]
+        kept.update(read)
+        for version in sorted(kept)[:-KEPT_TEXTS]:
+            del kept[version]
+        return found
 
     def versions(self, names) -> dict[str, TableVersion | None]:
         return {name: self.version(name) for name in names}

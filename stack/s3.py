@@ -33,6 +33,9 @@ PORT_ENV = "ZYNC_S3_PORT"
 # The bucket made at start: the warehouse of the embedded setup is s3a://zync/warehouse.
 BUCKET = "zync"
 PROFILE = "default"
+# S3Proxy's own log level (its requests are logged at DEBUG), for counting what a workload asks of the store.
+LOG_LEVEL_ENV = "ZYNC_S3_LOG_LEVEL"
+LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG", "TRACE")
 
 
 def port() -> int:
@@ -121,13 +124,17 @@ def _prepare() -> None:
         f"jclouds.filesystem.basedir={data}",
         "",
     ]))
-    # S3Proxy logs every request at DEBUG without a configuration of its own.
+    # S3Proxy logs every request at DEBUG without a configuration of its own: WARN unless asked.
+    level = os.environ.get(LOG_LEVEL_ENV, "WARN").upper()
+    if level not in LOG_LEVELS:
+        raise ZyncError(f"{LOG_LEVEL_ENV}={level!r} is not a log level: use one of {', '.join(LOG_LEVELS)}")
     (folder() / "logback.xml").write_text(
         "<configuration>\n"
         "  <appender name=\"file\" class=\"ch.qos.logback.core.FileAppender\">\n"
         f"    <file>{folder() / 's3.log'}</file>\n"
         "    <encoder><pattern>%d %level %logger{20} %msg%n</pattern></encoder>\n"
         "  </appender>\n"
+        f"  <logger name=\"org.gaul.s3proxy\" level=\"{level}\"/>\n"
         "  <root level=\"WARN\"><appender-ref ref=\"file\"/></root>\n"
         "</configuration>\n")
 

@@ -132,6 +132,24 @@ def latest_snapshot(spark: SparkSession, log: JavaObject) -> JavaObject:
     return log.update(False, empty, empty)
 
 
+def catalog_table_names(spark: SparkSession, database: str) -> frozenset[str]:
+    """The names of the tables and views in a database of the catalog (lower case, as the metastore
+    keeps them); empty if the database is not there.
+
+    One metastore call however many tables there are, asked of the external catalog: PySpark's
+    `Catalog.listTables` loads each table's metadata, a metastore call a table.
+    """
+    catalog = java_session(spark).sessionState().catalog().externalCatalog()
+    try:
+        names = str(catalog.listTables(database).mkString("\n"))
+    except Exception as e:  # noqa: BLE001 - PySpark turns the Java error into its own
+        cause = java_exception(e)
+        if cause is not None and is_java_instance(cause, "org.apache.spark.sql.catalyst.analysis.NoSuchDatabaseException"):
+            return frozenset()
+        raise
+    return frozenset(name.lower() for name in names.split("\n") if name)
+
+
 def driver_process(spark: SparkSession) -> subprocess.Popen | None:
     """The Popen of the driver JVM this process launched (its pid, whether it exited, its stdin),
     which PySpark keeps on its gateway; None for a JVM this process did not launch."""

@@ -14,7 +14,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from testkit.catalog import metastore_calls, table_identifier
-from zync.spark_internals import java_class, java_session
+from zync.spark_internals import catalog_table_names, java_class, java_session
 
 SCHEMA = "zync_one_lookup"
 
@@ -108,3 +108,16 @@ def test_nothing_is_cached_a_table_replaced_by_another_session_is_seen_at_once(s
         spark.sql(f"select * from {SCHEMA}.{table}")
     other.sql(f"create table {SCHEMA}.{table} (id bigint, name string) using delta")
     assert spark.sql(f"select * from {SCHEMA}.{table}").columns == ["id", "name"]
+
+
+def test_a_databases_table_names_are_listed_with_one_metastore_call(spark, names):
+    """What `zync run` asks to know which tables are there yet (service/versions.py): tables and views,
+    in lower case, none for a database that is not there."""
+    table, view = names("Listed"), names("listed_view")
+    spark.sql(f"create table {SCHEMA}.{table} (id int) using delta")
+    spark.sql(f"create view {SCHEMA}.{view} as select 1 as id")
+    calls = metastore_calls(spark)
+    listed = catalog_table_names(spark, SCHEMA)
+    assert metastore_calls(spark) - calls == 2  # the database's existence, then its names (Spark's two)
+    assert {table.lower(), view} <= listed
+    assert catalog_table_names(spark, "zync_no_such_database") == frozenset()

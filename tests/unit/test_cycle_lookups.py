@@ -12,50 +12,55 @@ from service.versions import ABSENT_RECHECK_S, TableVersions
 
 
 class CountingCatalog:
-    """A catalog with no table, counting how often it is asked (the only call a missing table makes)."""
+    """A catalog with no table, counting how often a database's tables are listed (the only call a
+    missing table makes)."""
 
     def __init__(self):
-        self.asked: list[str] = []
+        self.listed: list[str] = []
 
-    def tableExists(self, name: str) -> bool:  # noqa: N802 - PySpark's name
-        self.asked.append(name)
-        return False
+    def table_names(self, spark, database: str) -> frozenset[str]:
+        self.listed.append(database)
+        return frozenset({"other"})
 
 
 class NoTableSession:
-    def __init__(self):
-        self.catalog = CountingCatalog()
+    pass
 
 
-def test_a_missing_table_is_asked_for_again_after_a_while_or_once_this_process_may_have_made_it(monkeypatch):
+def test_missing_tables_are_asked_for_in_one_listing_again_after_a_while_or_once_this_process_may_have_made_one(
+        monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(versions_module.time, "monotonic", lambda: clock[0])
-    spark = NoTableSession()
-    versions = TableVersions(spark)
+    catalog = CountingCatalog()
+    monkeypatch.setattr(versions_module, "catalog_table_names", catalog.table_names)
+    versions = TableVersions(NoTableSession())
 
-    assert versions.version("zync.a__base") is None
-    assert versions.version("zync.a__base") is None
-    assert versions.location("zync.a__base") is None
-    assert spark.catalog.asked == ["zync.a__base"]  # one catalog call, however many stages ask
+    for table in range(50):  # a whole database's mirror bases, not built yet, each asked twice a cycle
+        assert versions.version(f"zync.t{table}__base") is None
+        assert versions.location(f"zync.t{table}__base") is None
+    assert catalog.listed == ["zync"]  # one catalog call, however many tables and stages ask
+    assert versions.version("staging.a") is None
+    assert catalog.listed == ["zync", "staging"]
 
-    versions.made(["zync.b"])  # another table: this one stays known as missing
+    versions.made(["staging.b"])  # a table of another database: zync's list stands
     assert versions.version("zync.a__base") is None
-    assert len(spark.catalog.asked) == 1
+    assert catalog.listed == ["zync", "staging"]
 
     versions.made(["zync.a__base"])  # e.g. a first batch ingested into it
     assert versions.version("zync.a__base") is None
-    assert len(spark.catalog.asked) == 2
+    assert catalog.listed == ["zync", "staging", "zync"]
 
-    versions.made()  # e.g. a dbt run taken in: every missing table may be there now
+    versions.made()  # e.g. a dbt run taken in: any table may be there now
     versions.version("zync.a__base")
-    assert len(spark.catalog.asked) == 3
+    versions.version("staging.a")
+    assert catalog.listed == ["zync", "staging", "zync", "zync", "staging"]
 
     clock[0] += ABSENT_RECHECK_S - 0.1  # another process's table is seen within the recheck interval
     versions.version("zync.a__base")
-    assert len(spark.catalog.asked) == 3
+    assert len(catalog.listed) == 5
     clock[0] += 0.2
     versions.version("zync.a__base")
-    assert len(spark.catalog.asked) == 4
+    assert catalog.listed[-1] == "zync" and len(catalog.listed) == 6
 
 
 def test_a_parsed_projects_files_are_looked_at_every_few_seconds_and_at_once_after_a_compile(tmp_path, monkeypatch):
@@ -110,3 +115,35 @@ def test_the_topics_earlier_compiles_mirrored_follow_each_properties_file_as_it_
 
     first.unlink()
     assert previous_pattern_topics(tmp_path) == {"pg.public.b"}
+
+
+def test_a_commit_just_made_is_read_once_by_the_growth_count_and_the_metrics(tmp_path, monkeypatch):
+    """The commit files of a table's newest versions are read once, however many stages ask (each read
+    is two requests to an object store); a table made again under the same location reads afresh."""
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    add = '{"add":{"path":"p%d.parquet","dataChange":true,"stats":"{\\"numRecords\\":%d}"}}'
+    for version in range(3):
+        (log / f"{version:020d}.json").write_text('{"commitInfo":{}}\n' + add % (version, version + 1) + "\n")
+    read: list[str] = []
+    original = versions_module.commit_texts
+
+    def counting(spark, location, start, end):
+        for version, texts in original(spark, location, start, end):
+            read.append(f"{version}")
+            yield version, texts
+
+    monkeypatch.setattr(versions_module, "commit_texts", counting)
+    versions = TableVersions(NoTableSession())
+    versions._locations["zync.pool"] = str(tmp_path)
+    since, until = versions_module.TableVersion("id-1", 0), versions_module.TableVersion("id-1", 2)
+
+    assert versions.rows_added("zync.pool", since, until) == 2 + 3
+    assert [len(texts) for texts in versions.commits("zync.pool", since, until)] == [2, 2]
+    assert versions.commits("zync.pool", versions_module.TableVersion("id-1", 1), until)[0][1] == add % (2, 3)
+    assert read == ["1", "2"]
+
+    (log / f"{2:020d}.json").write_text('{"commitInfo":{}}\n' + add % (9, 7) + "\n")
+    again = versions_module.TableVersion("id-2", 2)
+    assert versions.commits("zync.pool", versions_module.TableVersion("id-2", 1), again)[0][1] == add % (9, 7)
+    assert read == ["1", "2", "2"]
