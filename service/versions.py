@@ -239,9 +239,9 @@ class TableVersions:
         never changes, and a table made again has a new id."""
         kept = self._texts.setdefault((location, table_id), {})
         missing = [v for v in range(start, end + 1) if v not in kept]
-        read = dict(commit_texts(self.spark, location, missing[0], missing[-1])) if missing else {}
-        found = [(v, kept[v] if v in kept else read[v]) for v in range(start, end + 1) if v in kept or v in read]
-        kept.update(read)
+        if missing:
+            kept.update(commit_texts(self.spark, location, missing[0], missing[-1]))
+        found = [(v, kept[v]) for v in range(start, end + 1) if v in kept]
         for version in sorted(kept)[:-KEPT_TEXTS]:
             del kept[version]
         return found
